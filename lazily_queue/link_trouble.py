@@ -1,6 +1,7 @@
 """Why the links to a starting node's peers fail: :class:`LinkTrouble` collects the
 refusals the mesh logs (and says what to change), :class:`RepeatedRefusals` keeps the
-log to one line per reason while the node starts, :func:`mesh_trouble` asks the mesh
+log to one line per reason while the node starts, :class:`RefusalHints` adds what to
+change to the transport's refusal lines, :func:`mesh_trouble` asks the mesh
 about one peer and :func:`link_loss` why a member's link ended."""
 
 from __future__ import annotations
@@ -125,13 +126,34 @@ class RepeatedRefusals(logging.Filter):
         return True
 
 
+class RefusalHints(logging.Filter):
+    """Adds what to change (the settings to compare) to the transport's WARNING lines
+    about a refused handshake: the transport names the reason, not this package's
+    settings. Put on the log's handlers; a record is completed once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (record.levelno < logging.WARNING or not record.name.startswith("lazily_transports")
+                or record.__dict__.get("lazily_hint")):
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        error = next((a for a in args if isinstance(a, HandshakeError)), None)
+        if (error is None or isinstance(error, HandshakeTimeoutError)
+                or error.field == "handshake"):
+            return True
+        record.msg = f"{record.msg}. %s"
+        record.args = (*args, _fix_for(error))
+        record.lazily_hint = True
+        return True
+
+
 def _fix_for(error: HandshakeError) -> str:
     """What to change for a refused link, by the field the refusal names."""
     if error.field == "features":
         return version_fix(newer=isinstance(error, PeerRejectedError))
     if error.field == "auth":
         return ("The cluster secrets differ (wrong secret?): every node needs the same "
-                "`cluster` and secret; check this node's `secret_env` / `secret_file`")
+                "`cluster` and secret; compare the secret this node's `secret_env` / "
+                "`secret_file` gives with that node's")
     if error.field == "session_id":
         return "The cluster names differ: every node needs the same `cluster` and secret"
     if "not a member" in error.message:

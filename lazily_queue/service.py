@@ -36,7 +36,7 @@ from . import http_gate
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked, disk_problem
-from .link_trouble import LinkTrouble, RepeatedRefusals, mesh_trouble
+from .link_trouble import LinkTrouble, RefusalHints, RepeatedRefusals, mesh_trouble
 from .monitor import Monitor
 from .out_of_files import OutOfFiles
 from .raft.errors import StorageUnavailable
@@ -113,10 +113,11 @@ class NodeService:
         watch = LinkTrouble()
         logging.getLogger("lazily_transports").addHandler(watch)
         quiet, outputs = RepeatedRefusals(), list(logging.getLogger().handlers)
-        files = OutOfFiles()
+        files, hints = OutOfFiles(), RefusalHints()
         for output in outputs:
             output.addFilter(quiet)
             output.addFilter(files)
+            output.addFilter(hints)
         try:
             self.node = node = config.node(secret=secret)
             await self._start_node(node)
@@ -147,6 +148,7 @@ class NodeService:
             await self._shutdown()
             for output in outputs:
                 output.removeFilter(files)
+                output.removeFilter(hints)
             raise
         finally:
             logging.getLogger("lazily_transports").removeHandler(watch)
@@ -175,6 +177,7 @@ class NodeService:
             await self._shutdown()
             for output in outputs:
                 output.removeFilter(files)
+                output.removeFilter(hints)
         return code
 
     # -- steps ------------------------------------------------------------------------------

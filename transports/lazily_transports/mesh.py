@@ -16,6 +16,7 @@ from ._core._authentication import CredentialLookup, PeerVetter
 from ._core._backoff import Backoff
 from ._core._peer_link import PeerLink
 from ._core._probe_notes import coming_note, dialing_note, refusal_note
+from ._core._refusal_log import RefusalLog
 from .abc import LinkAttribute, Listener
 from .config import LinkConfig
 from .errors import UnknownPeerError
@@ -94,6 +95,8 @@ class Mesh:
         self._probe_after = probe_after
         self._unreachable_after = unreachable_after
         self._refusals = LogLimiter(burst=10)
+        #: Its listener's and links' refused handshakes: each reason said once.
+        self._said = RefusalLog()
         self._listener: Listener | None = None
         self._stack: AsyncExitStack | None = None
         self._running = False
@@ -120,6 +123,7 @@ class Mesh:
                         answer_probe=self._answer_probe,
                         schemes=self._schemes,
                         credentials=None if self._clients is None else self._clients[0],
+                        refusals=self._said,
                     )
                 )
         except BaseException:
@@ -319,6 +323,7 @@ class Mesh:
             vet=self._vet,
             probe_after=self._probe_after,
             unreachable_after=self._unreachable_after,
+            refusals=self._said,
         )
         self._links[peer_id] = link
         return link

@@ -12,11 +12,13 @@ from contextlib import asynccontextmanager
 from ._core._acceptor import Acceptor
 from ._core._authentication import (
     CredentialLookup,
+    FailureReport,
     PeerFilter,
     PeerVetter,
     ProbeAnswer,
     probe_channel,
 )
+from ._core._refusal_log import RefusalLog
 from .abc import Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, MissingDependencyError, shown
@@ -199,6 +201,7 @@ async def dial(
     ssl_context: ssl.SSLContext | None = None,
     expect_peer_id: int | None = None,
     schemes: SchemeTable | None = None,
+    on_failure: FailureReport | None = None,
 ) -> LinkStream:
     """Connect to ``address``, handshake and authenticate; return the link.
 
@@ -206,7 +209,8 @@ async def dial(
     handshake. With ``expect_peer_id`` a different peer at that address is refused.
     ``schemes`` picks the transport (default ``DEFAULT_SCHEMES``).
     Raises ``OSError``/``TimeoutError`` when the peer is unreachable and a
-    ``HandshakeError`` subclass when the link is refused.
+    ``HandshakeError`` subclass when the link is refused (logged, or passed to
+    ``on_failure`` instead when given).
     """
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
     try:
@@ -215,7 +219,8 @@ async def dial(
     except TimeoutError:
         raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
     accept_peer = None if expect_peer_id is None else _expecting(expect_peer_id)
-    return await establish(raw, config, initiator=True, accept_peer=accept_peer)
+    return await establish(raw, config, initiator=True, accept_peer=accept_peer,
+                           on_failure=on_failure)
 
 
 async def probe(
@@ -265,6 +270,7 @@ async def listen(
     answer_probe: ProbeAnswer | None = None,
     schemes: SchemeTable | None = None,
     credentials: CredentialLookup | None = None,
+    refusals: RefusalLog | None = None,
 ) -> AsyncIterator[Listener]:
     """Accept links on ``address`` while the context is open.
 
@@ -277,10 +283,12 @@ async def listen(
     ``Listener.admission``. The yielded ``Listener.address`` is the bound address (the
     real port for ``:0``). ``schemes`` picks the transport (default ``DEFAULT_SCHEMES``).
     ``credentials`` admits client links too (see ``establish``); the handler tells
-    them apart by ``LinkAttribute.credential``.
+    them apart by ``LinkAttribute.credential``. A refusal's reason is logged at WARNING
+    once, then at DEBUG until a link is established (``refusals``, which a mesh shares
+    with its dialers).
     """
     acceptor = Acceptor(config, handler, accept_peer, admit, answer_probe, label=address,
-                        credentials=credentials)
+                        credentials=credentials, refusals=refusals)
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
     if ssl_context is not None:
         report_refusals(ssl_context)  # a refused TLS handshake is logged, with its cause

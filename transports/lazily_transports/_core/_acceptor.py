@@ -13,6 +13,7 @@ from ..streams import LinkStream, establish
 from ._admission import AdmissionGate, LogLimiter
 from ._authentication import CredentialLookup, PeerFilter, PeerVetter, ProbeAnswer
 from ._digest import RefusalDigest
+from ._refusal_log import RefusalLog
 
 __all__ = ["Acceptor"]
 
@@ -26,8 +27,9 @@ class Acceptor:
     """Runs handshake and handler for each raw channel a listener accepts.
 
     Connections over the admission caps are closed at once; refused handshakes are
-    logged at most ``_REFUSALS_LOGGED`` times per interval; handshakes not completed in
-    time (a flood of idle connections) are summarised (:class:`RefusalDigest`).
+    logged at most ``_REFUSALS_LOGGED`` times per interval, a reason already logged
+    since the last established link at DEBUG (``refusals``); handshakes not completed
+    in time (a flood of idle connections) are summarised (:class:`RefusalDigest`).
     """
 
     def __init__(
@@ -39,8 +41,10 @@ class Acceptor:
         answer_probe: ProbeAnswer | None,
         label: str,
         credentials: CredentialLookup | None = None,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self._credentials = credentials
+        self._said = RefusalLog() if refusals is None else refusals
         self._config = config
         self._handler = handler
         self._accept_peer = accept_peer
@@ -83,6 +87,8 @@ class Acceptor:
             return
         finally:
             self.gate.release(source)
+        if stream.extra(LinkAttribute.credential, None) is None:
+            self._said.linked()
         try:
             await self._handler(stream)
         except Exception:
@@ -94,6 +100,10 @@ class Acceptor:
         self.gate.refused_handshakes += 1
         if error.field == "timeout":
             self._timeouts.add(raw.remote_address, error)
+            return
+        if self._said.level(str(error)) < logging.WARNING:
+            logging.getLogger("lazily_transports.handshake").debug(
+                "handshake with %s refused: %s", raw.remote_address, error)
             return
         if not self._refusals.allow():
             return

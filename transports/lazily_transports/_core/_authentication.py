@@ -251,7 +251,8 @@ class _Exchange:
         certified = client is not None and secret is None
         if secret is not None:
             label = _LABEL if client is None else _CLIENT_LABEL
-            await _authenticate(channel, secret, self.initiator, hello, remote_frame, label)
+            await _authenticate(channel, secret, self.initiator, hello, remote_frame, label,
+                                peer_id)
         # From here on the peer is authenticated (or both sides opted out of it).
         if self.probing:
             return await _probe_reply(channel)
@@ -333,7 +334,7 @@ async def _probe_reply(channel: DataChannel) -> str:
 
 async def _authenticate(
     channel: DataChannel, secret: bytes, initiator: bool, hello: bytes, remote_frame: bytes,
-    label: bytes,
+    label: bytes, peer_id: int,
 ) -> None:
     dialer_hello, acceptor_hello = (hello, remote_frame) if initiator else (remote_frame, hello)
     ours, theirs = (b"dialer", b"acceptor") if initiator else (b"acceptor", b"dialer")
@@ -347,7 +348,8 @@ async def _authenticate(
         await _refuse(channel, "auth", "authentication failed")
         if label == _CLIENT_LABEL:
             raise AuthenticationError("the client token does not match (wrong token?)")
-        raise AuthenticationError("peer failed the cluster-secret challenge (wrong secret?)")
+        raise AuthenticationError(
+            f"peer {peer_id} failed the cluster-secret challenge (wrong secret?)")
 
 
 async def _refuse(channel: DataChannel, field: str, message: str) -> None:

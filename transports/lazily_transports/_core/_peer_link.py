@@ -25,6 +25,7 @@ from ._authentication import PeerVetter
 from ._backoff import Backoff
 from ._buffered import BufferedChannel
 from ._probe_notes import read_answer, refusal_note
+from ._refusal_log import RefusalLog
 
 __all__ = ["PeerLink"]
 
@@ -65,8 +66,10 @@ class PeerLink:
         vet: PeerVetter | None = None,
         probe_after: float | None = 0.5,
         unreachable_after: float = 10.0,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self.peer_id = peer_id
+        self._said = RefusalLog() if refusals is None else refusals
         self._schemes = schemes
         self._vet = vet
         self.address = address
@@ -173,6 +176,7 @@ class PeerLink:
                     ssl_context=self._ssl_context,
                     expect_peer_id=self.peer_id,
                     schemes=self._schemes,
+                    on_failure=_said_below,
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
@@ -182,9 +186,9 @@ class PeerLink:
                     exc, ssl.SSLError)
                 if routine and not isinstance(exc, HandshakeError):
                     self._routine_failure("dialing", exc)
-                else:
-                    logger.warning(
-                        "dialing peer %d at %s failed: %s", self.peer_id, self.address, exc)
+                else:  # said once a reason, until a link is established
+                    logger.log(self._said.level(str(exc)), "dialing peer %d at %s failed: %s",
+                               self.peer_id, self.address, exc)
                 await anyio.sleep(self._backoff.next())
                 continue
             if await self.serve(channel):
@@ -280,6 +284,7 @@ class PeerLink:
             self._detach(previous, "replaced by a newer connection")
         self._channel, self._raw = channel, channel.channel
         self.trouble = self.refused = None
+        self._said.linked()
         self.epoch, self.up_since = epoch, time.monotonic()
         self.counters.connects += 1
         if self.counters.connects > 1:
@@ -380,6 +385,11 @@ class PeerLink:
             await asyncio.gather(*tasks, return_exceptions=True)
         if channel is not None:
             await channel.aclose()
+
+
+def _said_below(channel: DataChannel, error: HandshakeError) -> None:
+    """A dial's refused handshake is not logged by the handshake: the link says it,
+    naming the peer."""
 
 
 def _outcome(pump: asyncio.Task[str]) -> str:

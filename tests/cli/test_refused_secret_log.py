@@ -1,0 +1,42 @@
+"""A member started with another cluster secret, again and again (as a supervisor
+restarts it), is refused by the running members each time: each logs the refusal once
+at WARNING, with the setting to compare, and again only after a link succeeded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .node_procs import NodeProc, unix_peers, wait_for, write_config
+
+
+def _refusals(proc: NodeProc) -> list[str]:
+    return [line for line in proc.stderr().splitlines()
+            if "cluster-secret" in line and (" WARNING " in line or " ERROR " in line)]
+
+
+def test_a_wrong_secret_is_logged_once_until_a_link_succeeds(tmp_path: Path) -> None:
+    peers = unix_peers(tmp_path)
+    configs = {i: write_config(tmp_path / f"n{i}.toml", i, peers) for i in peers}
+    running = [NodeProc(configs[1]), NodeProc(configs[2])]
+    try:
+        for proc in running:
+            proc.wait_ready()
+            proc.wait_line("leader ")
+        for _ in range(3):
+            assert NodeProc(configs[3], secret="not-the-secret").wait_exit(30) == 2
+        for proc in running:
+            lines = _refusals(proc)
+            assert len(lines) == 1, lines
+            assert "peer 3 failed the cluster-secret challenge" in lines[0]
+            assert "`secret_env` / `secret_file`" in lines[0]
+        right = NodeProc(configs[3])
+        right.wait_ready()
+        for proc in running:
+            wait_for(lambda p=proc: "member 3 reachable" in p.stderr(), what="3 linked")
+        right.terminate()
+        assert NodeProc(configs[3], secret="not-the-secret").wait_exit(30) == 2
+        for proc in running:  # said again: a link succeeded since
+            assert len(_refusals(proc)) == 2, _refusals(proc)
+    finally:
+        for proc in running:
+            proc.terminate()
