@@ -4,7 +4,8 @@ Lines go to the ``lazily_queue.state`` logger with a structured ``event`` (and t
 fields named below) in the record, which the JSON log format (``lazily-queue node
 --log-format json``) writes out as keys:
 
-* ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``term``);
+* ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``term``;
+  INFO when the leader's link ended: its ``member_lost`` line warns, with the cause);
 * ``member_lost`` (WARNING, ``member``, ``reason``: why its link ended and what to
   check; the transport logs the broken link itself at DEBUG only) and ``member_back``
   (INFO, ``member``); a link lost within :data:`SETTLING` seconds of the member's
@@ -86,8 +87,13 @@ class StateLog(StepObserver):
             self._say(logging.INFO, "leader_elected", f"leader elected: {who} leads term "
                       f"{now['term']}", leader=now["leader"], term=now["term"])
         elif now["leader"] is None and last["leader"] is not None:
-            self._say(logging.WARNING, "leader_lost", f"no leader (node {last['leader']} no "
-                      f"longer leads; term {now['term']})", term=now["term"])
+            gone = last["leader"]
+            if gone != me and gone not in now["linked"]:  # member_lost warns, with why
+                self._say(logging.INFO, "leader_lost", f"no leader (node {gone} no longer "
+                          f"leads: its link ended; term {now['term']})", term=now["term"])
+            else:
+                self._say(logging.WARNING, "leader_lost", f"no leader (node {gone} no "
+                          f"longer leads; term {now['term']})", term=now["term"])
         if now["members"] != last["members"]:
             self._say(logging.INFO, "members_changed",
                       f"members now {', '.join(now['members'])}", members=now["members"])

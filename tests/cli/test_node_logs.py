@@ -175,3 +175,28 @@ def test_a_link_that_flaps_while_the_members_start_is_not_a_loss(
     assert step(0.1) == []
     assert step(0.1, connected={"2", "3"}) == ["node 1: member 2 back"]
     assert step(SETTLING, connected={"2"}) == ["node 1: member 3 lost: no link"]  # settled
+
+
+def test_a_leader_whose_link_ended_is_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """The leader's process killed: its member_lost line warns with the cause; the
+    leader_lost that follows is at INFO. A leader lost while still linked warns."""
+    stub = _Stub()
+    now = [0.0]
+    state = StateLog(stub, clock=lambda: now[0])  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger="lazily_queue.state")
+
+    def step(**changes: Any) -> list[tuple[str, str]]:
+        caplog.clear()
+        now[0] += SETTLING
+        for key, value in changes.items():
+            setattr(stub.engine, key, value)
+        state.observe()
+        return [(r.levelname, r.__dict__["event"]) for r in caplog.records]
+
+    step(connected={"2", "3"}, leader_id="2")
+    assert step(connected={"3"}) == [("WARNING", "member_lost")]
+    assert step(leader_id=None, term=2) == [("INFO", "leader_lost")]
+    assert caplog.records[0].getMessage() == (
+        "node 1: no leader (node 2 no longer leads: its link ended; term 2)")
+    assert step(leader_id="3", term=3) == [("INFO", "leader_elected")]
+    assert step(leader_id=None, term=4) == [("WARNING", "leader_lost")]  # 3 still linked
