@@ -88,6 +88,8 @@ class PeerLink:
         self._unreachable_after = unreachable_after
         self._started_at = 0.0
         self._said_unreachable = False
+        #: The peer answered a dial or probe (refusing it, say): it is not unreachable.
+        self._answered = False
         #: When the current connection became current, and when the last dial failed
         #: (``time.monotonic``).
         self.up_since = self.failed_at = 0.0
@@ -187,6 +189,7 @@ class PeerLink:
                 if routine and not isinstance(exc, HandshakeError):
                     self._routine_failure("dialing", exc)
                 else:  # said once a reason, until a link is established
+                    self._answered = True
                     logger.log(self._said.level(str(exc)), "dialing peer %d at %s failed: %s",
                                self.peer_id, self.address, exc)
                 await anyio.sleep(self._backoff.next())
@@ -206,9 +209,10 @@ class PeerLink:
 
     def _routine_failure(self, doing: str, error: object) -> None:
         """Log a peer found unreachable: at DEBUG, except once at WARNING, with what to
-        check, when it was never reached ``unreachable_after`` seconds after ``start``."""
+        check, when it was never reached (linked, or answering a dial or probe with a
+        refusal, which was said) ``unreachable_after`` seconds after ``start``."""
         waited = time.monotonic() - self._started_at
-        if (self.counters.connects or self._said_unreachable
+        if (self.counters.connects or self._answered or self._said_unreachable
                 or waited < self._unreachable_after):
             logger.debug("%s peer %d at %s failed: %s", doing, self.peer_id, self.address,
                          error)
@@ -231,6 +235,8 @@ class PeerLink:
                 schemes=self._schemes,
             )
         except HandshakeError as exc:
+            if not isinstance(exc, HandshakeTimeoutError):
+                self._answered = True
             outcome = str(exc)
             if isinstance(exc, HandshakeTimeoutError) or exc.field == "handshake":
                 level = logging.DEBUG  # transient: the peer is busy or restarting
