@@ -151,7 +151,7 @@ def _fix_for(error: HandshakeError) -> str:
     if error.field == "features":
         return version_fix(newer=isinstance(error, PeerRejectedError))
     if error.field == "auth":
-        return ("The cluster secrets differ (wrong secret?): every node needs the same "
+        return ("The cluster secrets differ: every node needs the same "
                 "`cluster` and secret; compare the secret this node's `secret_env` / "
                 "`secret_file` gives with that node's")
     if error.field == "session_id":
