@@ -79,7 +79,7 @@ def test_log_level_error_silences_transport_warnings(tmp_path: Path) -> None:
                      secret="not-the-secret")
     try:
         assert wrong.wait_exit() == 2
-        wait_for(lambda: "refused" in loud.stderr(), what="the refusal logged")
+        wait_for(lambda: "cluster-secret challenge" in loud.stderr(), what="the refusal logged")
     finally:
         loud.terminate()
         wrong.terminate()
