@@ -178,7 +178,7 @@ class PeerLink:
                     ssl_context=self._ssl_context,
                     expect_peer_id=self.peer_id,
                     schemes=self._schemes,
-                    on_failure=_said_below,
+                    on_failure=lambda channel, error: None,  # said below, naming the peer
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
@@ -391,11 +391,6 @@ class PeerLink:
             await asyncio.gather(*tasks, return_exceptions=True)
         if channel is not None:
             await channel.aclose()
-
-
-def _said_below(channel: DataChannel, error: HandshakeError) -> None:
-    """A dial's refused handshake is not logged by the handshake: the link says it,
-    naming the peer."""
 
 
 def _outcome(pump: asyncio.Task[str]) -> str:
