@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from lazily_queue import connect
 from lazily_queue.brokers.servers import BrokerServer
 
@@ -46,17 +48,12 @@ async def _contents(redis_server: BrokerServer, name: str) -> list[object]:
         return out
 
 
-async def test_a_put_back_that_never_reached_the_server_is_sent_again(
-        redis_server: BrokerServer) -> None:
-    name = fresh("put-back-lost")
+@pytest.mark.parametrize("before_server", [True, False], ids=["request-lost", "reply-lost"])
+async def test_a_put_back_cut_on_its_way_comes_back_once(
+        redis_server: BrokerServer, before_server: bool) -> None:
+    """Cut before the server (it never applied: sent again) or after it (it applied:
+    the attempt sent again applies nothing)."""
+    name = fresh("put-back")
     async with ReplyCutter(redis_server.port) as cutter:
-        assert await _put_back_through(cutter, name, before_server=True) == 1
-    assert await _contents(redis_server, name) == ["marker-head", "tail"]
-
-
-async def test_a_put_back_whose_reply_was_lost_is_not_applied_twice(
-        redis_server: BrokerServer) -> None:
-    name = fresh("put-back-reply")
-    async with ReplyCutter(redis_server.port) as cutter:
-        assert await _put_back_through(cutter, name, before_server=False) == 1
+        assert await _put_back_through(cutter, name, before_server=before_server) == 1
     assert await _contents(redis_server, name) == ["marker-head", "tail"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -105,15 +106,18 @@ class _Stub:
         self.driver = SimpleNamespace(replica=replica, disk_error=None)
 
 
-def test_every_kind_of_state_change_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
+def _stepper(caplog: pytest.LogCaptureFixture) -> Callable[..., list[logging.LogRecord]]:
+    """A state log over a stub node: each call moves its clock on ``after`` seconds
+    (default: past every link's start-up grace), applies its changes (engine attributes,
+    ``disk_error``, ``taken``), observes, and returns the records it logged."""
     stub = _Stub()
     now = [0.0]
     state = StateLog(stub, clock=lambda: now[0])  # type: ignore[arg-type]
     caplog.set_level(logging.INFO, logger="lazily_queue.state")
 
-    def step(**changes: Any) -> list[tuple[str, str]]:
+    def step(after: float = SETTLING, **changes: Any) -> list[logging.LogRecord]:
         caplog.clear()
-        now[0] += SETTLING  # past the start-up grace of every link
+        now[0] += after
         for key, value in changes.items():
             if key == "disk_error":
                 stub.driver.disk_error = value
@@ -123,7 +127,16 @@ def test_every_kind_of_state_change_is_one_line(caplog: pytest.LogCaptureFixture
             else:
                 setattr(stub.engine, key, value)
         state.observe()
-        return [(r.__dict__["event"], r.getMessage()) for r in caplog.records]
+        return list(caplog.records)
+
+    return step
+
+
+def test_every_kind_of_state_change_is_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    records = _stepper(caplog)
+
+    def step(**changes: Any) -> list[tuple[str, str]]:
+        return [(r.__dict__["event"], r.getMessage()) for r in records(**changes)]
 
     assert step() == []
     assert step(connected={"2", "3"}) == [("member_back", "node 1: member 2 reachable"),
@@ -152,18 +165,10 @@ def test_a_link_that_flaps_while_the_members_start_is_not_a_loss(
 ) -> None:
     """Two members dialling each other at start keep one of the two links: the other
     one's end is no lost member; a link that stays lost is still reported."""
-    stub = _Stub()
-    now = [0.0]
-    state = StateLog(stub, clock=lambda: now[0])  # type: ignore[arg-type]
-    caplog.set_level(logging.INFO, logger="lazily_queue.state")
+    records = _stepper(caplog)
 
     def step(after: float, **changes: Any) -> list[str]:
-        caplog.clear()
-        now[0] += after
-        for key, value in changes.items():
-            setattr(stub.engine, key, value)
-        state.observe()
-        return [r.getMessage() for r in caplog.records]
+        return [r.getMessage() for r in records(after, **changes)]
 
     assert step(0, connected={"2", "3"}) == ["node 1: member 2 reachable",
                                              "node 1: member 3 reachable"]
@@ -180,18 +185,10 @@ def test_a_link_that_flaps_while_the_members_start_is_not_a_loss(
 def test_a_leader_whose_link_ended_is_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     """The leader's process killed: its member_lost line warns with the cause; the
     leader_lost that follows is at INFO. A leader lost while still linked warns."""
-    stub = _Stub()
-    now = [0.0]
-    state = StateLog(stub, clock=lambda: now[0])  # type: ignore[arg-type]
-    caplog.set_level(logging.INFO, logger="lazily_queue.state")
+    records = _stepper(caplog)
 
     def step(**changes: Any) -> list[tuple[str, str]]:
-        caplog.clear()
-        now[0] += SETTLING
-        for key, value in changes.items():
-            setattr(stub.engine, key, value)
-        state.observe()
-        return [(r.levelname, r.__dict__["event"]) for r in caplog.records]
+        return [(r.levelname, r.__dict__["event"]) for r in records(**changes)]
 
     step(connected={"2", "3"}, leader_id="2")
     assert step(connected={"3"}) == [("WARNING", "member_lost")]
