@@ -12,21 +12,36 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-
-from .. import __version__
+from typing import Any
 
 SUBCOMMANDS = ("node", "status", "queue", "dlq", "members", "signaling", "rejoin", "demo",
                "bench", "conformance")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """``--version``: the installed version, read only when it is asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from .. import __version__
+
+        print(f"{parser.prog} {__version__}")
+        parser.exit()
+
+
+def build_parser(commands: Sequence[str] = SUBCOMMANDS) -> argparse.ArgumentParser:
+    """The parser with the subcommands ``commands`` (each module is imported to add its
+    own: :func:`main` adds only the one named, when one is)."""
     parser = argparse.ArgumentParser(
         prog="lazily-queue",
         description="Embeddable, asyncio-native, Raft-replicated queues: tools and demos.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_Version,
+                        help="show program's version number and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in commands:
         module = importlib.import_module(f"{__name__}.{name}")
         module.register(subparsers)
     return parser
@@ -41,8 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with one line on stderr and status 130, as a shell reports a command SIGINT stopped."""
     command = "lazily-queue"
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        words = list(sys.argv[1:] if argv is None else argv)
+        named = words[:1] if words[:1] and words[0] in SUBCOMMANDS else SUBCOMMANDS
+        parser = build_parser(named)
+        args = parser.parse_args(words)
         command = f"lazily-queue {args.command}" if args.command else command
         handler = getattr(args, "handler", None)
         if handler is None:
