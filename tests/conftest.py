@@ -60,6 +60,7 @@ def _runs_on_a_loop(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _group_by_xdist_mark(config, items)
     if os.environ.get("LAZILY_TEST_LOOP") != "uvloop":
         return
     kept = [item for item in items if _runs_on_a_loop(item)]
@@ -67,6 +68,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
+
+
+def _group_by_xdist_mark(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--dist loadgroup``: the tests marked ``xdist_group(NAME)`` run on one worker.
+    pytest-xdist 3.8 marks them by setting ``item._nodeid``, which pytest 9 no longer
+    reads (each such test went to any worker); the id is suffixed here as xdist would."""
+    if getattr(config.option, "loadgroup", False) is not True:
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id  # type: ignore[import-not-found]
+    except ImportError:  # an older pytest: xdist's own suffix is read
+        return
+    for item in items:
+        names = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                        for mark in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")  # type: ignore[attr-defined]
 
 
 @pytest.fixture(scope="session")
