@@ -113,16 +113,25 @@ def test_a_missing_nats_server_is_one_line_with_an_install_hint(tmp_path: Path) 
     assert not any(line.startswith("| NATS") for line in lines)
 
 
+@pytest.fixture(scope="module")
+def leader_rounds() -> tuple[list[str], dict[str, Any]]:
+    """One run of lazily-queue alone, its flooders at the leader, over two rounds (the
+    tests of ``--peers none``, ``--clients-at leader`` and ``--rounds`` share it)."""
+    return _run([*SMALL, "--peers", "none", "--clients-at", "leader", "--rounds", "2"])
+
+
 @pytest.mark.slow
+@pytest.mark.xdist_group("client-flood-leader-rounds")
 def test_peers_none_runs_lazily_queue_alone_and_clients_at_leader_floods_the_leader(
-) -> None:
-    lines, out = _run([*SMALL, "--peers", "none", "--clients-at", "leader"])
+        leader_rounds: tuple[list[str], dict[str, Any]]) -> None:
+    lines, out = leader_rounds
     assert set(out["systems"]) == {"lazily"} and out["skipped"] == {}
     assert not any("NATS" in line for line in lines)
     assert out["clients_at"] == "leader"
-    ours = out["systems"]["lazily"]
-    at = ours["flood_clients_at"]
-    assert sum(at.values()) == 5 and at.get(str(ours["leader_before"][0]), 0) >= 4, at
+    for run in out["each_round"]:
+        ours = run["lazily"]
+        at = ours["flood_clients_at"]
+        assert sum(at.values()) == 5 and at.get(str(ours["leader_before"][0]), 0) >= 4, at
 
 
 def test_the_table_has_a_row_per_system_that_ran() -> None:
@@ -170,8 +179,10 @@ def test_rounds_report_each_figures_median_and_leaders_kept_only_if_kept_in_all(
 
 
 @pytest.mark.slow
-def test_several_rounds_end_with_the_medians_and_each_rounds_p50() -> None:
-    lines, out = _run([*SMALL, "--peers", "none", "--rounds", "2"])
+@pytest.mark.xdist_group("client-flood-leader-rounds")
+def test_several_rounds_end_with_the_medians_and_each_rounds_p50(
+        leader_rounds: tuple[list[str], dict[str, Any]]) -> None:
+    lines, out = leader_rounds
     assert out["rounds"] == 2 and len(out["each_round"]) == 2
     assert sum(line.startswith("-- round ") for line in lines) == 2
     each = [run["lazily"]["flood_p50_ms"] for run in out["each_round"]]
