@@ -88,7 +88,8 @@ def check(text: str, *, readme: str = "README.md", root: Path = ROOT) -> list[st
             (directory / name).write_text(block.body)
         out = subprocess.run(
             [sys.executable, "-m", "mypy", "--strict", "--no-warn-unused-ignores",
-             "--cache-dir", str(root / CACHE), "--no-error-summary", "--no-pretty", "--no-color-output",
+             "--cache-dir", str(root / CACHE), "--no-error-summary", "--no-pretty",
+             "--no-color-output",
              *sorted(str(directory / name) for name in files)],
             cwd=root, capture_output=True, text=True, timeout=TIMEOUT)
     messages = []
