@@ -55,10 +55,10 @@ def refused_pause(refusals: int) -> float | None:
     """The pause before a give-back nobody awaits (the library's own, of elements its
     session popped: a pop's whose caller went away) goes again, under its number, after
     its ``refusals``-th refusal at a member's gate (``None``: no more). That member may
-    not have applied the pop yet, or holds no record of it (it installed a snapshot or
-    restarted since): the session sends it again, leaving that member every other time
-    for the next. Under its number it applies at most once, and a member that applied
-    an earlier attempt answers it as applied."""
+    not have applied the pop yet, or holds no record of it (of an earlier version, it
+    installed a snapshot or restarted since): the session sends it again, leaving that
+    member every other time for the next. Under its number it applies at most once, and
+    a member that applied an earlier attempt answers it as applied."""
     if refusals >= REFUSED_TRIES:
         return None
     return min(REFUSED_PAUSE_MAX, REFUSED_PAUSE * float(2 ** refusals))

@@ -13,9 +13,9 @@ client that fails over to another member gives back there what its session poppe
   off, so it is not given back twice;
 - a session dropped or ended takes its record with it.
 
-No op's result depends on it: each replica keeps it from what it applied, outside
-snapshots (a replica that installed a snapshot holds nothing of the pops before it; a
-restarted one, of the pops before its last snapshot). Bounded: a session's last
+No op's result depends on it: each replica keeps it from what it applied, and it is
+part of the snapshot (:mod:`.session_popped_snapshot`), so a replica that installed a
+snapshot, or restarted from one, holds the pops before it too. Bounded: a session's last
 :data:`SESSION_ELEMENTS` popped elements, and all sessions' pops at most
 :data:`ELEMENTS` elements and :data:`BYTES` of results (as the sessions' kept results
 count them); past either, the sessions holding the most give up their oldest pops first.
@@ -218,6 +218,34 @@ class SessionPopped:
                 del self.by_session[sid]
             if self.count <= count and self.bytes <= size:
                 return
+
+    def restored(self, sid: int, pops: list[Pop]) -> None:
+        """Hold ``pops`` (oldest first, each with its elements not given back) as session
+        ``sid``'s record (it holds none), as a snapshot lists them, within the
+        session's bound; raises ``ValueError`` when two of them share a seq or hold
+        one element."""
+        record = self.by_session[sid] = SessionRecord()
+        index = record.index
+        for pop in pops:
+            if pop.seq in record.pops:
+                raise ValueError(f"session {sid:x} lists its op {pop.seq} twice")
+            for i in pop.left:
+                if (pop.name, i) in index:
+                    raise ValueError(f"session {sid:x} holds element {i} of queue "
+                                     f"{pop.name!r} twice")
+                index[(pop.name, i)] = pop.seq
+            record.pops[pop.seq] = pop
+            record.count += len(pop.left)
+            record.bytes += pop.size
+        self.count += record.count
+        self.bytes += record.bytes
+        while record.count > SESSION_ELEMENTS and record.pops:
+            self._give_up(record)
+
+    def bound(self) -> None:
+        """Hold all sessions' records within the bounds (after :meth:`restored`)."""
+        if self.count > ELEMENTS or self.bytes > BYTES:
+            self._shed()
 
     def dropped(self, sid: int) -> None:
         """Client session ``sid`` was dropped or ended."""

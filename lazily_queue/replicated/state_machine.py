@@ -147,7 +147,7 @@ class StateMachine:
         #: Client sessions ended lately (:mod:`.session_end`).
         self.ended = session_end.EndedSessions()
         #: What client sessions popped and did not give back (:mod:`.session_popped`;
-        #: no result depends on it, not in snapshots).
+        #: no result depends on it).
         self.popped = session_popped.SessionPopped()
         #: Client sessions registered so far (:mod:`.session_register`).
         self.registrations = 0

@@ -1,5 +1,6 @@
-"""The state machine's snapshot: its queues, addresses and sessions, then the section of
-each op family (:class:`~.family.Section`)."""
+"""The state machine's snapshot: its queues, addresses and sessions with what they popped
+and did not give back (:mod:`.session_popped_snapshot`), then the section of each op
+family (:class:`~.family.Section`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..core.fifo import Fifo
+from . import session_popped_snapshot
 from .events import Restored
 from .family import Section
 from .results import decode_result, done_later, done_now
@@ -34,6 +36,9 @@ def capture(sm: StateMachine, sections: Iterable[Section], deferred: bool) -> di
             for sid, s in sm.sessions.items()
         },
     }
+    popped = session_popped_snapshot.capture(sm)
+    if popped is not None:
+        doc[session_popped_snapshot.KEY] = popped
     for sec in sections:
         part = (sec.deferred or sec.capture)(sm) if deferred else sec.capture(sm)
         if part is not None:  # an empty optional section is left out
@@ -88,6 +93,7 @@ def restore(sm: StateMachine, sections: Iterable[Section], doc: Any) -> None:
     sm.sessions = sessions
     sm.client_counts.rebuild(sessions)
     sm.kept.rebuild(sessions)
+    sm.popped = session_popped_snapshot.restore(sm, doc.get(session_popped_snapshot.KEY))
     for sec in sections:
         sec.restore(sm, doc.get(sec.name))
     sm.events.append(Restored())

@@ -1,8 +1,8 @@
 """A consume-only client's pop whose caller was cancelled after it applied gives its
-elements back even when the member it then reaches refuses that give-back: its member
-died, and the next one restarted from a snapshot taken after the pop (it holds no record
-of the session's pops). The give-back goes again under its number, to the next member,
-which holds the pop: every element pushed is received or still queued."""
+elements back when its member died and every member it reaches next restarted from a
+snapshot taken after the pop (the record of the session's pops travels in snapshots),
+and when a member's gate refuses it once (it goes again under its number): every
+element pushed is received or still queued."""
 
 from __future__ import annotations
 
@@ -48,10 +48,13 @@ def _hold_first_pop_answer(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
     return held
 
 
-async def test_a_cancelled_pop_goes_back_past_a_member_restored_from_a_snapshot(
+async def test_a_cancelled_pop_goes_back_when_every_member_restarted_from_a_snapshot(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every member the client reaches after the pop restarted from a snapshot taken
+    after it: the session's record of the pop came back with the snapshot, and the
+    give-back applies."""
     held = _hold_first_pop_answer(monkeypatch)
-    prefix = f"memory://give-back-lost-member-{id(tmp_path)}"
+    prefix = f"memory://give-back-all-restored-{id(tmp_path)}"
 
     def options(node_id: str) -> testing.NodeOptions:
         grants = [ClientGrant("reader", READER, consume=["jobs"])]
@@ -76,18 +79,20 @@ async def test_a_cancelled_pop_goes_back_past_a_member_restored_from_a_snapshot(
             with pytest.raises(asyncio.CancelledError):
                 await popping
             await c.settle()
-            second = c.node(2)
-            popped_at = second.status()["last_applied"]
+            popped_at = max(c.node(n).status()["last_applied"] for n in (2, 3))
             filler = (await c.leader()).queue("filler")
-            while second.status()["log_first_index"] <= popped_at:
-                await filler.push("x")  # until member 2's snapshot covers the pop
+            while min(c.node(n).status()["log_first_index"] for n in (2, 3)) <= popped_at:
+                await filler.push("x")  # until both snapshots cover the pop
                 await filler.pop()
-            await c.restart(2)  # from that snapshot: it holds no record of the pop
-            await c.kill(1)  # the client's member: it links to member 2 next
+            for n in (2, 3):
+                await c.restart(n)  # from its snapshot, taken after the pop
+                await c.settle()
+            await c.kill(1)  # the client's member: every member it reaches next restarted
             third = c.node(3)
             await eventually(lambda: third.queue("jobs").len() == 4, 30.0)  # the element back
             assert client.member in ("2", "3")
         await third.barrier()
+        # pushed = received (none: the caller went away) + left in the queue
         assert third.queue("jobs").storage.elements() == [0, 1, 2, 3]  # type: ignore[attr-defined]
 
 
