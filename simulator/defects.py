@@ -180,6 +180,14 @@ def _txn_check_ignores_due() -> Callable[[], None]:
     return _swap(FifoDelayed, "due_len", lambda self, now: 0)
 
 
+def _popped_record_not_in_snapshots() -> Callable[[], None]:
+    """Snapshots carry no record of what client sessions popped: a member restarted from
+    one, or that installed one, refuses the give-back of the pops before it."""
+    from lazily_queue.replicated import session_popped_snapshot
+
+    return _swap(session_popped_snapshot, "capture", lambda sm: None)
+
+
 UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "durable-commit-index": _commit_index_ahead_of_fsync,
     "snapshot-checksum": _no_snapshot_checksum,
@@ -206,6 +214,7 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
         "propose", r"\n[ ]*if fut\.cancelled\(\) and error is None and on_orphan is not "
         r"None:\n(?:[ ]*#[^\n]*\n)*[ ]*on_orphan\(result\)", ""),
     "txn-counts-due-delayed": _txn_check_ignores_due,
+    "popped-record-in-snapshots": _popped_record_not_in_snapshots,
 }
 
 

@@ -20,14 +20,18 @@ popped elements as that member applied it and the member's
 give-back the gate refuses is not proposed: the client keeps those elements
 (``stranded``), unless the member holds that sequence number of the session as applied
 (an earlier attempt took them off the record): then it is proposed and answered from
-the session. A refused
+the session. A member refuses only while it has not applied the pop (it lags), or
+holds no longer the session: one that applied the pop, the session held, and refused
+its give-back (say, restarted from or installed a snapshot taken after the pop: the
+record travels in snapshots) lost the elements and fails the run. A refused
 give-back an earlier attempt of which went unanswered (no answer, or one that did not
 say it was not applied) has its outcome unknown, as the client reports it: its
 elements are kept unless the log applied it (``refused_unknown_applied``).
 
 :func:`check_give_backs`, per giver: the elements its applied pops took are exactly
 those it handed out, those its applied give-backs returned and those it kept (died,
-unsent, refused), none twice; a give-back the client is told was not applied (refused
+unsent, refused), none twice; no gate refused a give-back whose pop its member had
+applied, the session held; a give-back the client is told was not applied (refused
 with no attempt of it gone unanswered) never applied. Over the whole log: an element
 given back to the head (by any client) is the next taken from it, in the order given
 back, and each one a giver returned is taken again once or still queued at the end.
@@ -101,6 +105,11 @@ class SessionGiver(SessionClient):
         self.refused_told: dict[int, list[Any]] = {}
         #: Sequence numbers an attempt of which went unanswered.
         self.unanswered: set[int] = set()
+        #: The sequence number of the pop whose rest it holds.
+        self.held_pop = 0
+        #: Give-backs refused by a member that had applied their pop, the session held
+        #: there (what the member's record lost them by): what the check reports.
+        self.refused_holding: list[str] = []
         #: Give-backs a gate let through as applied before (answered from the session).
         self.retried_applied = 0
         self.gave_back = 0
@@ -203,6 +212,7 @@ class SessionGiver(SessionClient):
                 and view.client_op_applied(self.session, seq)):
             self.retried_applied += 1
             return True  # answered from the session
+        self._refused_holding(link.node, seq)
         self.pending = None
         if seq in self.unanswered:
             self.refused_seqs[seq] = list(args[1])
@@ -210,6 +220,22 @@ class SessionGiver(SessionClient):
             self.refused_told[seq] = list(args[1])
             self.stranded["refused"].extend(args[1])
         return False
+
+    def _refused_holding(self, n: str, seq: int) -> None:
+        """Note the give-back ``seq`` member ``n``'s gate refused if ``n`` holds the pop it
+        gives back from as applied in the session."""
+        node = self.sim.nodes[n]
+        if (node.view is None or node.replica is None
+                or not node.view.client_op_applied(self.session, self.held_pop)):
+            return  # it has not applied the pop yet, or no longer holds the session
+        pop = self.sim.history.results.get((self.session, self.held_pop))
+        first = node.replica.journal.first_index
+        self.refused_holding.append(
+            f"give-back (seq {seq}) refused by {n} (incarnation {node.incarnation}), which "
+            f"holds its pop (seq {self.held_pop}, index {pop.index if pop else '-'}) as "
+            "applied in the session"
+            + (f" (its log starts at {first}: the pop came in a snapshot)"
+               if pop is not None and first > pop.index else ""))
 
     def _done(self, obs: Observed) -> None:
         if (obs.outcome == OK and obs.code == C.QUEUE_UNPOP_STAMPED
@@ -241,7 +267,7 @@ class SessionGiver(SessionClient):
         if not self.draining and self.rng.random() < DIES:
             self.stranded["died"].extend(values)
             return
-        self.held = (list(values), list(runs))
+        self.held, self.held_pop = (list(values), list(runs)), self.seq
         self._hand_out(self.rng.randrange(0, len(values)))
         wait = self.rng.choice([0.0, self.rng.uniform(0.0, 0.3), self.rng.uniform(0.3, 2.0)])
         self.give_at = self.sim.now() + wait
@@ -303,6 +329,10 @@ def check_give_backs(history: History, clients: Sequence[Client],
             raise Violation(f"element {value!r:.60} a giver gave back was never taken again "
                             "and is not queued: lost")
     for session, giver in givers.items():
+        if giver.refused_holding:
+            raise Violation(f"{giver.cid}: {giver.refused_holding[0]}; the client keeps its "
+                            "elements (the library's own give-back is lost once every "
+                            f"member refuses it; {len(giver.refused_holding)} such)")
         kept = Counter(giver.handed)
         for values in giver.stranded.values():
             kept.update(values)

@@ -57,6 +57,7 @@ def _giver(handed: list[Any]) -> SessionGiver:
     giver.stranded = {"died": [], "unsent": [], "refused": []}
     giver.refused_seqs, giver.refused_told = {}, {}
     giver.retried_applied = 0
+    giver.refused_holding = []
     return giver
 
 
@@ -138,4 +139,15 @@ def test_a_give_back_told_not_applied_that_applied_is_caught() -> None:
     giver.stranded["refused"].extend(rest)
     with pytest.raises(Violation, match=r"gv1: give-back \(seq 2\) applied at index \d+, "
                        "though the client was told it was not applied"):
+        check_give_backs(run.history, [giver], run.queued())
+
+
+def test_a_gate_refusing_a_pop_its_member_holds_is_caught() -> None:
+    """A member that holds the pop as applied in the session (say, restored from a
+    snapshot taken after it) and refused its give-back lost the record: the run fails."""
+    run = _Run()
+    giver, _ = _prefetch_then_give_back(run)
+    giver.refused_holding.append("give-back (seq 2) refused by 1 (incarnation 2), which "
+                                 "holds its pop (seq 1, index 6) as applied in the session")
+    with pytest.raises(Violation, match=r"gv1: give-back \(seq 2\) refused by 1"):
         check_give_backs(run.history, [giver], run.queued())
