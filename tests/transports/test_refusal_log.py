@@ -23,12 +23,17 @@ def _said(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
             and "peer 2 failed the cluster-secret challenge" in r.getMessage()]
 
 
+def _two_nodes(short_tmp: Path, caplog: pytest.LogCaptureFixture) -> tuple[str, str, Any]:
+    """Node 1's and node 2's addresses, and node 2's config with another secret."""
+    caplog.set_level(logging.DEBUG, logger="lazily_transports")
+    return (f"unix://{short_tmp}/n1.sock", f"unix://{short_tmp}/n2.sock",
+            make_config(2, secret=b"another-secret-entirely"))
+
+
 async def test_a_refusal_is_said_once_until_a_link_is_established(
     short_tmp: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="lazily_transports")
-    a1, a2 = f"unix://{short_tmp}/n1.sock", f"unix://{short_tmp}/n2.sock"
-    wrong = make_config(2, secret=b"another-secret-entirely")
+    a1, a2, wrong = _two_nodes(short_tmp, caplog)
     async with Mesh(make_config(1), a1, {2: a2}, **FAST) as one:
         async with Mesh(wrong, a2, {1: a1}, **FAST):
             # Node 1 dials node 2, node 2 probes node 1: both ends refuse, again and again.
@@ -43,9 +48,7 @@ async def test_a_refusal_is_said_once_until_a_link_is_established(
 async def test_a_peer_that_refused_is_not_called_never_reached(
     short_tmp: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="lazily_transports")
-    a1, a2 = f"unix://{short_tmp}/n1.sock", f"unix://{short_tmp}/n2.sock"
-    wrong = make_config(2, secret=b"another-secret-entirely")
+    a1, a2, wrong = _two_nodes(short_tmp, caplog)
     async with Mesh(make_config(1), a1, {2: a2}, unreachable_after=0.0,
                     **FAST) as one:
         async with Mesh(wrong, a2, {1: a1}, **FAST):
