@@ -162,6 +162,9 @@ async def test_a_member_added_back_elsewhere_is_linked_by_a_node_with_stale_peer
                 await asyncio.sleep(0.02)
         if old_process == "stopped":
             await nodes[3].stop()
+            async with asyncio.timeout(10):  # the stale node has seen that link end
+                while "3" in stale.status()["connected"]:  # noqa: ASYNC110 - polls
+                    await asyncio.sleep(0.02)
         # Node 3 is rebuilt elsewhere.
         moved = f"unix://{tmp_path}/moved3.sock"
         leader.peers["3"] = moved
