@@ -17,7 +17,7 @@ from typing import Any
 from lazily_queue.core.groups import group_queue_name
 from lazily_queue.replicated import ops as C
 
-from .cancelled_pops import CancellingConsumer, check_given_back
+from .cancelled_pops import CancellingConsumer
 from .checker import Checker
 from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
@@ -26,6 +26,7 @@ from .ephemeral_sessions import EphemeralSessionClient
 from .expiry import TtlClient
 from .faults import Faults
 from .forgotten_sessions import ForgettingClient
+from .given_back import check_given_back
 from .group_expiry import GroupTtlClient
 from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation

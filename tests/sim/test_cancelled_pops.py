@@ -10,10 +10,11 @@ import pytest
 
 from lazily_queue.replicated import ops as C
 from simulator import cancelled_pops
-from simulator.cancelled_pops import CancellingConsumer, check_given_back
+from simulator.cancelled_pops import CancellingConsumer
 from simulator.client import QUEUE
 from simulator.cluster import Cluster
 from simulator.defects import without
+from simulator.given_back import check_given_back
 from simulator.history import Violation
 from simulator.scenario import Scenario
 

@@ -16,9 +16,10 @@ import pytest
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
-from simulator.cancelled_pops import CancellingConsumer, OrphanGiveBack, check_orphan_give_backs
+from simulator.cancelled_pops import CancellingConsumer, OrphanGiveBack
 from simulator.client import QUEUE
 from simulator.cluster import Cluster
+from simulator.given_back import check_orphan_give_backs
 from simulator.history import History, RecordingStateMachine, Violation
 
 MEMBER = 5
