@@ -1,5 +1,6 @@
-"""``tests/mutate.py`` stays in step with the code: every planted defect's target
-occurs exactly once in its file, and the tests named to catch it exist."""
+"""The planted defects of ``tests/mutations/`` (run by ``tests/mutate.py``) stay in step
+with the code: every planted defect's target occurs exactly once in its file, and the
+tests named to catch it exist."""
 
 from __future__ import annotations
 
