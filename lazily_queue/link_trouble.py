@@ -2,7 +2,8 @@
 refusals the mesh logs (and says what to change), :class:`RepeatedRefusals` keeps the
 log to one line per reason while the node starts, :class:`RefusalHints` adds what to
 change to the transport's refusal lines, :func:`mesh_trouble` asks the mesh
-about one peer and :func:`link_loss` why a member's link ended."""
+about one peer, :func:`link_loss` why a member's link ended and :func:`said_stopping`
+whether the member said it was stopping before it ended."""
 
 from __future__ import annotations
 
@@ -48,6 +49,16 @@ def link_loss(node: Node, member: str) -> str | None:
         return None
     return (f"its link ended ({reason}); check that node {member} runs (its own log says "
             f"why it stopped) and that this node reaches it at {address}")
+
+
+def said_stopping(node: Node, member: str) -> bool:
+    """Whether ``member`` said on its last link to the node that it was stopping (a clean
+    stop, :mod:`~lazily_queue.raft.goodbye`); for the node itself, whether it said so."""
+    goodbyes = getattr(getattr(node.driver, "network", None), "goodbyes", None)
+    if member == node.node_id:
+        return getattr(goodbyes, "sent", None) is True
+    said = getattr(goodbyes, "said", None)
+    return isinstance(said, set) and member in said
 
 
 def explained(trouble: str) -> str:

@@ -37,6 +37,7 @@ from .cells.prefetch import return_taken
 from .cells.queue import QueueCell
 from .cells.topic import TopicCell
 from .cells.work_queue import WorkQueueCell
+from .clean_stop import hand_over_leadership, say_goodbye
 from .client.access import ClientAccess
 from .client.server import ClientServer
 from .core.dedup import DedupLimits
@@ -337,12 +338,16 @@ class Node(NodeCells, NodeCluster):
         first: the elements a queue iteration took and did not hand out go back, the
         queued background acks of ``deliveries()`` commit (a loop that broke out of
         either leaves them to its iterator's finalizer, which would run after the
-        stop); without it the node stops at once, as a crashed process would."""
+        stop); then it tells its peers it is stopping and, leading, hands leadership
+        to a follower (:mod:`.clean_stop`). Without it the node stops at once, as a
+        crashed process would."""
         if hand_over and self._driver is not None and self._driver.running:
             await return_taken([*self._router.queues.values(),
                                 *self._router.work_queues.values()])
             await settle_returns(list(self._router.queues.values()), SETTLE_WAIT)
             await settle_background_acks(list(self._router.work_queues.values()))
+            say_goodbye(self)
+            await hand_over_leadership(self)
         if self.clients is not None:
             await self.clients.stop()
         await self._maintenance.stop()

@@ -7,8 +7,10 @@ fields named below) in the record, which the JSON log format (``lazily-queue nod
 * ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``term``;
   INFO when the leader's link ended: its ``member_lost`` line warns, with the cause);
 * ``member_lost`` (WARNING, ``member``, ``reason``: why its link ended and what to
-  check; the transport logs the broken link itself at DEBUG only) and ``member_back``
-  (INFO, ``member``); a link lost within :data:`SETTLING` seconds of the member's
+  check; the transport logs the broken link itself at DEBUG only; INFO ``member N
+  stopped`` when the member said it was stopping before its links closed, a clean
+  stop, as ``leader_lost`` is then INFO ``no leader (node N stopped; term T)``) and
+  ``member_back`` (INFO, ``member``); a link lost within :data:`SETTLING` seconds of the member's
   first one (two members that dial each other at start keep one of the two links) is
   reported only if it is not back within :data:`SETTLING` seconds;
 * ``members_changed`` (INFO, ``members``);
@@ -30,7 +32,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
-from .link_trouble import link_loss
+from .link_trouble import link_loss, said_stopping
 
 if TYPE_CHECKING:
     from .node import Node
@@ -88,7 +90,11 @@ class StateLog(StepObserver):
                       f"{now['term']}", leader=now["leader"], term=now["term"])
         elif now["leader"] is None and last["leader"] is not None:
             gone = last["leader"]
-            if gone != me and gone not in now["linked"]:  # member_lost warns, with why
+            if said_stopping(self.node, gone):
+                who = "this node is stopping" if gone == me else f"node {gone} stopped"
+                self._say(logging.INFO, "leader_lost", f"no leader ({who}; term "
+                          f"{now['term']})", term=now["term"])
+            elif gone != me and gone not in now["linked"]:  # member_lost warns, with why
                 self._say(logging.INFO, "leader_lost", f"no leader (node {gone} no longer "
                           f"leads: its link ended; term {now['term']})", term=now["term"])
             else:
@@ -117,6 +123,11 @@ class StateLog(StepObserver):
                       f"snapshot taken; the log now starts at index {first}", index=first)
 
     def _lost(self, member: str) -> None:
+        if said_stopping(self.node, member):
+            reason = "it said so before closing its links"
+            self._say(logging.INFO, "member_lost", f"member {member} stopped ({reason})",
+                      member=member, reason=reason)
+            return
         reason = link_loss(self.node, member) or "no link"
         self._say(logging.WARNING, "member_lost", f"member {member} lost: {reason}",
                   member=member, reason=reason)

@@ -89,6 +89,12 @@ SESSION_REGISTER_FEATURE = "client-session-register-v1"
 #: dropped first (a repeat of its settlement then answered without a receipt): an older
 #: member would keep it and diverge.
 RECEIPTS_TOTAL_FEATURE = "work-receipts-total-v1"
+#: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
+#: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
+#: still linked (it logs the stop as a lost link).
+GOODBYE_FEATURE = "link-goodbye-v1"
+#: The optional features every member of this version announces.
+OPTIONAL_FEATURES = frozenset({GOODBYE_FEATURE})
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,

@@ -50,12 +50,14 @@ from .features import (
     CLIENT_EPHEMERAL_FEATURE,
     CLIENT_SESSIONS_FEATURE,
     DEDUP_FEATURE,
+    GOODBYE_FEATURE,
     GROUP_RUN_SNAPSHOT_FEATURE,
     GROUPS_FEATURE,
     HEADERS_FEATURE,
     LIMITS_FEATURE,
     MEMBER_FORGET_FEATURE,
     MESSAGES_FEATURE,
+    OPTIONAL_FEATURES,
     PREVOTE_FEATURE,
     QUEUE_OPTIONS_FEATURE,
     RAFT_FEATURE,
@@ -70,6 +72,7 @@ from .features import (
     VALUES_FEATURE,
     WORK_OPTIONS_FEATURE,
 )
+from .goodbye import GOODBYE, Goodbyes
 from .link_identity import KEEPALIVE, LinkIdentity, announced
 from .network import BatchHandler, FrameHandler, PeerHandler
 
@@ -77,6 +80,7 @@ __all__ = [
     "CLIENT_EPHEMERAL_FEATURE",
     "CLIENT_SESSIONS_FEATURE",
     "DEDUP_FEATURE",
+    "GOODBYE_FEATURE",
     "GROUPS_FEATURE",
     "GROUP_RUN_SNAPSHOT_FEATURE",
     "HEADERS_FEATURE",
@@ -84,6 +88,7 @@ __all__ = [
     "LIMITS_FEATURE",
     "MEMBER_FORGET_FEATURE",
     "MESSAGES_FEATURE",
+    "OPTIONAL_FEATURES",
     "PREVOTE_FEATURE",
     "QUEUE_OPTIONS_FEATURE",
     "RAFT_FEATURE",
@@ -168,7 +173,9 @@ class MeshNetwork:
         self._retired = {peer: list(ids) for peer, ids in (retired or {}).items()}
         self._on_retire = on_retire
         self.identity = LinkIdentity(node_id, live_window, self._is_up)
-        features = DEFAULT_FEATURES | REQUIRED_FEATURES | self.identity.features
+        self.goodbyes = Goodbyes()
+        features = (DEFAULT_FEATURES | REQUIRED_FEATURES | OPTIONAL_FEATURES
+                    | self.identity.features)
         if incarnation:
             features |= {INCARNATION + incarnation}
         self._config = LinkConfig(
@@ -256,7 +263,23 @@ class MeshNetwork:
 
     def _vet(self, peer_id: int, features: frozenset[str]) -> str | None:
         refusal = self._vet_incarnation(str(peer_id), features) if self.incarnation else None
-        return refusal or self.identity.vet(str(peer_id), features)
+        refusal = refusal or self.identity.vet(str(peer_id), features)
+        if refusal is None:
+            self.goodbyes.linked(str(peer_id), features)
+        return refusal
+
+    def say_goodbye(self) -> list[str]:
+        """Tell every linked peer that announced the goodbye feature that this member is
+        stopping (:mod:`.goodbye`); returns the peers told."""
+        told, self.goodbyes.sent = [], True
+        for peer in sorted(self.goodbyes.capable):
+            try:
+                if self._mesh.send_nowait(int(peer), GOODBYE):
+                    told.append(peer)
+            except (anyio.WouldBlock, UnknownPeerError):
+                pass  # a full buffer: that peer reports the stop as a lost link
+        self._mesh.flush()
+        return told
 
     def _vet_incarnation(self, peer: str, features: frozenset[str]) -> str | None:
         incarnations = announced(features, INCARNATION)
@@ -295,6 +318,7 @@ class MeshNetwork:
             if self._on_retire is not None:
                 self._on_retire({peer: list(ids) for peer, ids in self._retired.items()})
         self.identity.forget(peer_id)
+        self.goodbyes.forget(peer_id)
         number = node_number(peer_id)
         if number in self._mesh.peers:
             task = asyncio.ensure_future(self._mesh.remove_peer(number))
@@ -360,7 +384,8 @@ class MeshNetwork:
                 if type(event) is Frame:
                     peer = str(event.peer_id)
                     heard[peer] = now
-                    if event.data == KEEPALIVE:
+                    if event.data == KEEPALIVE or (
+                            event.data == GOODBYE and self.goodbyes.take(peer)):
                         continue
                     if on_frame is not None:
                         on_frame(peer, event.data)
@@ -368,6 +393,7 @@ class MeshNetwork:
                 elif isinstance(event, PeerUp):
                     peer = str(event.peer_id)
                     heard[peer] = now
+                    self.goodbyes.up(peer)
                     if on_peer is not None:
                         on_peer(peer, True)
                 elif isinstance(event, PeerDown) and on_peer is not None:

@@ -1,0 +1,166 @@
+"""A member stopping cleanly says goodbye on its links (:mod:`lazily_queue.raft.goodbye`):
+only to peers announcing the feature; one from a peer that did not announce it, or a
+malformed one, is refused as a bad frame; a goodbye changes no Raft state."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from lazily_queue import clean_stop
+from lazily_queue.node import Node
+from lazily_queue.raft import mesh
+from lazily_queue.raft.goodbye import GOODBYE, Goodbyes
+from lazily_queue.state_log import StateLog
+
+
+async def _until(predicate: Callable[[], object], what: str) -> None:
+    async with asyncio.timeout(15):
+        while not predicate():  # noqa: ASYNC110 - polls the nodes' state
+            await asyncio.sleep(0.02)
+
+
+@pytest.fixture
+async def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[dict[int, Node]]:
+    """Three linked members; node 3 runs a version without the goodbye feature."""
+    peers = {i: f"unix://{tmp_path}/n{i}.sock" for i in (1, 2, 3)}
+    made = {i: Node(i, data_dir=tmp_path / str(i), peers=peers, secret=b"s",
+                    durability="none") for i in (1, 2, 3)}
+    try:
+        for i, node in made.items():
+            if i == 3:
+                monkeypatch.setattr(mesh, "OPTIONAL_FEATURES", frozenset())
+            await node.start()
+            monkeypatch.undo()
+        await made[1].wait_for_leader(timeout=10)
+        await _until(lambda: all(len(n.status()["connected"]) >= 2 for n in made.values()),
+                     "every link up")
+        yield made
+    finally:
+        for node in made.values():
+            await node.stop(hand_over=False)
+
+
+def _network(node: Node) -> Any:
+    return node.driver.network
+
+
+async def test_only_peers_announcing_the_feature_are_told(nodes: dict[int, Node]) -> None:
+    sent: list[tuple[int, bytes]] = []
+    links = _network(nodes[1]).mesh
+    send = links.send_nowait
+
+    def spy(peer: int, frame: bytes) -> bool:
+        sent.append((peer, frame))
+        return bool(send(peer, frame))
+
+    links.send_nowait = spy
+    assert _network(nodes[1]).goodbyes.capable == {"2"}
+    assert _network(nodes[2]).goodbyes.capable == {"1"}
+    assert _network(nodes[3]).goodbyes.capable == {"1", "2"}
+    await nodes[1].stop()
+    assert [peer for peer, frame in sent if frame == GOODBYE] == [2]
+    await _until(lambda: "1" in _network(nodes[2]).goodbyes.said, "node 2 told")
+    assert _network(nodes[3]).goodbyes.said == set()
+    assert nodes[3].driver.bad_frames == 0
+
+
+@pytest.mark.parametrize("case", ["unannounced", "malformed"])
+async def test_a_goodbye_out_of_place_is_a_bad_frame(nodes: dict[int, Node], case: str,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    # Node 3 did not announce the feature; node 2 did, but sends bytes that are no goodbye.
+    sender, frame = (3, GOODBYE) if case == "unannounced" else (2, GOODBYE + b"!")
+    receiver = nodes[1]
+    term, leader = receiver.driver.replica.engine.term, receiver.leader_id
+    epoch = _network(receiver).mesh.epoch(sender)
+    assert _network(nodes[sender]).mesh.send_nowait(1, frame)
+    await _until(lambda: receiver.driver.bad_frames == 1, "the frame refused")
+    await _until(lambda: _network(receiver).mesh.epoch(sender) > epoch, "the link redialed")
+    assert _network(receiver).goodbyes.said == set()
+    assert "malformed Raft frame" in caplog.text and "Traceback" not in caplog.text
+    assert (receiver.driver.replica.engine.term, receiver.leader_id) == (term, leader)
+
+
+async def test_a_goodbye_changes_no_raft_state(nodes: dict[int, Node]) -> None:
+    leader = next(n for n in nodes.values() if n.is_leader)
+    follower = next(i for i, n in nodes.items() if n is not leader and i != 3)
+    engine = leader.driver.replica.engine
+    term = engine.term
+    assert _network(nodes[follower]).say_goodbye()
+    await _until(lambda: str(follower) in _network(leader).goodbyes.said, "the goodbye")
+    await leader.queue("q").push("after")  # the leader still leads, with its followers
+    assert leader.is_leader and engine.term == term and leader.driver.bad_frames == 0
+
+
+async def test_a_leader_that_said_so_is_an_info_line(
+        nodes: dict[int, Node], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "lazily_queue.state")
+    if nodes[2].is_leader:  # node 2 must be told, so node 1 is made the leader first
+        await nodes[2].transfer_leadership(1)
+    await _until(lambda: nodes[1].is_leader, "node 1 leads")
+    logs = {i: StateLog(nodes[i]) for i in (2, 3)}
+    for log in logs.values():
+        log.start()
+
+    async def kept(node: Node) -> None:
+        return None
+
+    monkeypatch.setattr("lazily_queue.node.hand_over_leadership", kept)
+    await nodes[1].stop()
+    await _until(lambda: nodes[2].leader_id not in (None, "1"), "a new leader")
+
+    def lost(node: int) -> list[tuple[str, str]]:
+        return [(r.levelname, r.getMessage()) for r in caplog.records
+                if r.getMessage().startswith((f"node {node}: member 1 lost",
+                                              f"node {node}: member 1 stopped"))]
+
+    # Reported once not back within the settling time (the logs started just now).
+    await _until(lambda: lost(2) and lost(3), "the members' losses reported")
+    assert lost(2) == [("INFO", "node 2: member 1 stopped (it said so before closing its "
+                                "links)")]
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records
+             if r.name == "lazily_queue.state" and r.getMessage().startswith("node 2:")]
+    assert any(level == "INFO" and message.startswith("node 2: no leader (node 1 stopped; "
+                                                      "term ") for level, message in lines)
+    assert [line for line in lines if line[0] != "INFO"] == [], lines
+    # Node 3 was not told: it reports the loss as before.
+    assert lost(3)[0][0] == "WARNING" and "node 3: member 1 lost: " in lost(3)[0][1]
+    for log in logs.values():
+        await log.stop()
+
+
+def _leader(members: set[str], connected: set[str]) -> Any:
+    engine = SimpleNamespace(members=members, connected=connected)
+    return SimpleNamespace(node_id="1", is_leader=True,
+                           driver=SimpleNamespace(replica=SimpleNamespace(engine=engine)))
+
+
+@pytest.mark.parametrize(("members", "connected", "why"), [
+    ({"1", "2", "3"}, {"1"}, "no follower is linked"),
+    ({"1", "2", "3", "4", "5"}, {"1", "2"}, "no quorum: 2 of 5 members are linked"),
+])
+async def test_a_leader_without_a_follower_to_take_over_stops_saying_so(
+        members: set[str], connected: set[str], why: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "lazily_queue.clean_stop")
+    assert await clean_stop.hand_over_leadership(_leader(members, connected)) is None
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", f"node 1: stopping without handing leadership over: {why}")]
+
+
+def test_a_new_link_clears_what_was_said_on_the_last() -> None:
+    goodbyes = Goodbyes()
+    assert not goodbyes.take("2")  # not announced: refused
+    goodbyes.linked("2", frozenset({mesh.GOODBYE_FEATURE}))
+    assert goodbyes.take("2") and goodbyes.said == {"2"}
+    goodbyes.up("2")
+    assert goodbyes.said == set()
+    goodbyes.linked("2", frozenset())
+    assert not goodbyes.take("2")
