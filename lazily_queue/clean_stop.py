@@ -40,10 +40,16 @@ def say_goodbye(node: Node) -> list[str]:
     return told
 
 
+def stopping_peers(node: Node) -> set[str]:
+    """The peers that said on their current link that they are stopping."""
+    said = getattr(getattr(node.driver.network, "goodbyes", None), "said", None)
+    return set(said) if isinstance(said, set) else set()
+
+
 async def hand_over_leadership(node: Node, wait: float = HANDOVER_WAIT) -> str | None:
-    """On the leader: hand leadership to a linked follower before stopping, within
-    ``wait`` seconds; the new leader's id, or None (not the leader, or not handed over:
-    logged at INFO with why)."""
+    """On the leader: hand leadership to the most caught-up linked follower that is not
+    stopping too, within ``wait`` seconds; the new leader's id, or None (not the leader,
+    or not handed over: logged at INFO with why)."""
     if not node.is_leader:
         return None
     engine = node.driver.replica.engine
@@ -51,21 +57,42 @@ async def hand_over_leadership(node: Node, wait: float = HANDOVER_WAIT) -> str |
     if members == {node.node_id}:
         return None
     linked = (set(engine.connected) & members) - {node.node_id}
-    why = None
+    candidates = linked - stopping_peers(node)
+    why, leader = None, None
     if not linked:
         why = "no follower is linked"
     elif 2 * (len(linked) + 1) <= len(members):
         why = f"no quorum: {len(linked) + 1} of {len(members)} members are linked"
+    elif not candidates:
+        why = "every linked follower is stopping too"
     else:
+        matched = engine.match_index
+        target = max(sorted(candidates), key=lambda m: matched.get(m, 0))
         try:
-            leader = await asyncio.wait_for(
-                membership.transfer_leadership(node, None, wait), wait + 1.0)
+            leader = await _transfer(node, target, wait)
         except (LazilyQueueError, TimeoutError) as exc:
             why = str(exc) or "no follower caught up in time"
-    if why is not None:
+    if leader is None:
         log.info("node %s: stopping without handing leadership over: %s", node.node_id, why,
                  extra={"event": "leadership_kept", "node": node.node_id, "reason": why})
         return None
     log.info("node %s: leadership handed to node %s before stopping", node.node_id, leader,
              extra={"event": "leadership_handed", "node": node.node_id, "leader": leader})
     return leader
+
+
+async def _transfer(node: Node, target: str, wait: float) -> str:
+    """Hand leadership to ``target``; given up as soon as it stops or unlinks too."""
+    engine = node.driver.replica.engine
+    moving = asyncio.ensure_future(membership.transfer_leadership(node, target, wait))
+    try:
+        async with asyncio.timeout(wait + 1.0):
+            while not moving.done():
+                if target in stopping_peers(node) or target not in engine.connected:
+                    raise TimeoutError(f"node {target} is stopping or unlinked too")
+                step = asyncio.ensure_future(node.driver.next_step())
+                await asyncio.wait({moving, step}, return_when=asyncio.FIRST_COMPLETED)
+                step.cancel()
+        return moving.result()
+    finally:
+        moving.cancel()

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TypedDict, Unpack
 
+from .clean_stop import say_goodbye
 from .client.access import ClientAccess
 from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration
@@ -158,7 +159,11 @@ class Cluster:
         return self
 
     async def close(self) -> None:
-        """Stop every member; remove the data directory if the cluster made it."""
+        """Stop every member; remove the data directory if the cluster made it. Every
+        member says it is stopping first, so that none hands leadership to another."""
+        for node in self._nodes.values():
+            if node.running:
+                say_goodbye(node)
         results = await asyncio.gather(*(n.stop() for n in self._nodes.values()),
                                        return_exceptions=True)
         if self._tmp is not None:

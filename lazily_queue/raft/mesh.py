@@ -16,6 +16,8 @@ as the member added back).
 
 Each process also announces a random process id and keeps its links alive; a second
 process claiming a member whose link is live is refused (see :mod:`.link_identity`).
+It announces the optional :data:`GOODBYE_FEATURE` too, and says goodbye when it stops
+cleanly (:meth:`MeshNetwork.say_goodbye`, :mod:`.goodbye`).
 """
 
 from __future__ import annotations

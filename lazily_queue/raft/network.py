@@ -14,6 +14,8 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from .goodbye import Goodbyes
+
 log = logging.getLogger(__name__)
 
 FrameHandler = Callable[[str, bytes], None]
@@ -134,6 +136,7 @@ class LocalNetwork:
         self._running = False
         self.sent = 0
         self.dropped = 0
+        self.goodbyes = Goodbyes()
 
     def set_handlers(
         self, on_frame: FrameHandler, on_peer: PeerHandler, on_batch: BatchHandler | None = None
@@ -164,6 +167,21 @@ class LocalNetwork:
 
     def close_peer(self, peer_id: str, reason: str) -> None:
         log.warning("node %s: dropping link to %s: %s", self.node_id, peer_id, reason)
+
+    def say_goodbye(self) -> list[str]:
+        """Tell every linked peer that this member is stopping (:mod:`.goodbye`), after
+        the frames sent before; returns the peers told."""
+        self.goodbyes.sent = True
+        told = sorted(p for p in self._up if self._running and p in self._hub._members
+                      and self._hub.linked(self.node_id, p))
+        for peer in told:
+            target = self._hub._members[peer]
+            target._loop.call_soon(target._goodbye, self.node_id)
+        return told
+
+    def _goodbye(self, src: str) -> None:
+        if self._running and src in self._up:
+            self.goodbyes.said.add(src)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -197,6 +215,7 @@ class LocalNetwork:
             return
         if up:
             self._up.add(peer)
+            self.goodbyes.up(peer)
         else:
             self._up.discard(peer)
         if self._on_peer is not None:

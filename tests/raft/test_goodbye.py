@@ -18,6 +18,7 @@ from lazily_queue.node import Node
 from lazily_queue.raft import mesh
 from lazily_queue.raft.goodbye import GOODBYE, Goodbyes
 from lazily_queue.state_log import StateLog
+from lazily_queue.testing import Cluster
 
 
 async def _until(predicate: Callable[[], object], what: str) -> None:
@@ -136,21 +137,25 @@ async def test_a_leader_that_said_so_is_an_info_line(
         await log.stop()
 
 
-def _leader(members: set[str], connected: set[str]) -> Any:
+def _leader(members: set[str], connected: set[str], stopping: set[str]) -> Any:
     engine = SimpleNamespace(members=members, connected=connected)
-    return SimpleNamespace(node_id="1", is_leader=True,
-                           driver=SimpleNamespace(replica=SimpleNamespace(engine=engine)))
+    goodbyes = Goodbyes()
+    goodbyes.said |= stopping
+    return SimpleNamespace(node_id="1", is_leader=True, driver=SimpleNamespace(
+        replica=SimpleNamespace(engine=engine), network=SimpleNamespace(goodbyes=goodbyes)))
 
 
-@pytest.mark.parametrize(("members", "connected", "why"), [
-    ({"1", "2", "3"}, {"1"}, "no follower is linked"),
-    ({"1", "2", "3", "4", "5"}, {"1", "2"}, "no quorum: 2 of 5 members are linked"),
+@pytest.mark.parametrize(("members", "connected", "stopping", "why"), [
+    ({"1", "2", "3"}, {"1"}, set(), "no follower is linked"),
+    ({"1", "2", "3", "4", "5"}, {"1", "2"}, set(), "no quorum: 2 of 5 members are linked"),
+    ({"1", "2", "3"}, {"1", "2", "3"}, {"2", "3"}, "every linked follower is stopping too"),
 ])
 async def test_a_leader_without_a_follower_to_take_over_stops_saying_so(
-        members: set[str], connected: set[str], why: str,
+        members: set[str], connected: set[str], stopping: set[str], why: str,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, "lazily_queue.clean_stop")
-    assert await clean_stop.hand_over_leadership(_leader(members, connected)) is None
+    leader = _leader(members, connected, stopping)
+    assert await clean_stop.hand_over_leadership(leader) is None
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("INFO", f"node 1: stopping without handing leadership over: {why}")]
 
@@ -164,3 +169,22 @@ def test_a_new_link_clears_what_was_said_on_the_last() -> None:
     assert goodbyes.said == set()
     goodbyes.linked("2", frozenset())
     assert not goodbyes.take("2")
+
+
+async def test_an_in_process_cluster_hands_over_and_closes_without_waiting(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "lazily_queue.clean_stop")
+    async with Cluster(3) as cluster:
+        leader = await cluster.wait_for_leader()
+        await leader.queue("q").push(1)
+        await leader.stop()
+        handed = [r.getMessage() for r in caplog.records]
+        assert len(handed) == 1 and handed[0].startswith(
+            f"node {leader.node_id}: leadership handed to node "), handed
+        new = handed[0].split("handed to node ")[1].split()[0]
+        assert (await cluster.wait_for_leader()).node_id == new
+        caplog.clear()
+    # Closing the cluster, every member said it stops: none is handed leadership.
+    assert [r.getMessage() for r in caplog.records] == [
+        f"node {new}: stopping without handing leadership over: every linked follower is "
+        "stopping too"]
