@@ -52,6 +52,14 @@ def _network(node: Node) -> Any:
     return node.driver.network
 
 
+async def _node_1_leads(nodes: dict[int, Node]) -> None:
+    leader = next(n for n in nodes.values() if n.is_leader)
+    if leader is not nodes[1]:
+        await leader.transfer_leadership(1)
+    await _until(lambda: nodes[1].is_leader and all(
+        n.leader_id == "1" for n in nodes.values()), "node 1 leads")
+
+
 async def test_only_peers_announcing_the_feature_are_told(nodes: dict[int, Node]) -> None:
     sent: list[tuple[int, bytes]] = []
     links = _network(nodes[1]).mesh
@@ -77,6 +85,7 @@ async def test_a_goodbye_out_of_place_is_a_bad_frame(nodes: dict[int, Node], cas
                                                      caplog: pytest.LogCaptureFixture) -> None:
     # Node 3 did not announce the feature; node 2 did, but sends bytes that are no goodbye.
     sender, frame = (3, GOODBYE) if case == "unannounced" else (2, GOODBYE + b"!")
+    await _node_1_leads(nodes)  # the link closed is a follower's: leadership stays
     receiver = nodes[1]
     term, leader = receiver.driver.replica.engine.term, receiver.leader_id
     epoch = _network(receiver).mesh.epoch(sender)
@@ -90,23 +99,22 @@ async def test_a_goodbye_out_of_place_is_a_bad_frame(nodes: dict[int, Node], cas
 
 async def test_a_goodbye_changes_no_raft_state(nodes: dict[int, Node]) -> None:
     leader = next(n for n in nodes.values() if n.is_leader)
-    follower = next(i for i, n in nodes.items() if n is not leader and i != 3)
+    # Nodes 1 and 2 announce the feature: one tells the other (the leader, unless 3 leads).
+    sender, receiver = (2, 1) if leader is nodes[1] else (1, 2)
     engine = leader.driver.replica.engine
     term = engine.term
-    assert _network(nodes[follower]).say_goodbye()
-    await _until(lambda: str(follower) in _network(leader).goodbyes.said, "the goodbye")
+    assert _network(nodes[sender]).say_goodbye() == [str(receiver)]
+    await _until(lambda: str(sender) in _network(nodes[receiver]).goodbyes.said, "the goodbye")
     await leader.queue("q").push("after")  # the leader still leads, with its followers
-    assert leader.is_leader and engine.term == term and leader.driver.bad_frames == 0
+    assert leader.is_leader and engine.term == term
+    assert all(node.driver.bad_frames == 0 for node in nodes.values())
 
 
 async def test_a_leader_that_said_so_is_an_info_line(
         nodes: dict[int, Node], monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, "lazily_queue.state")
-    leader = next(n for n in nodes.values() if n.is_leader)
-    if leader is not nodes[1]:  # node 2 is to be told, node 3 not: node 1 is to lead
-        await leader.transfer_leadership(1)
-    await _until(lambda: nodes[1].is_leader, "node 1 leads")
+    await _node_1_leads(nodes)  # node 2 is to be told, node 3 not
     logs = {i: StateLog(nodes[i]) for i in (2, 3)}
     for log in logs.values():
         log.start()
