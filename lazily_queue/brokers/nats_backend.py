@@ -138,8 +138,9 @@ class NatsJetStreamStorage:
                 refused.append(text)
             log.debug("nats %s: %s", redacted(url), text)
 
-        # The first connection is tried once (nats-py would retry it forever); once up,
-        # the connection reconnects for as long as it takes. Nothing is buffered while it
+        # The first connection is tried twice, 0.25 s apart (nats-py would retry it
+        # forever, and its pool tries a refused address 60 times); once up, the
+        # connection reconnects for as long as it takes. Nothing is buffered while it
         # reconnects (pending_size 0: a publish then raises at once): a push, ack or
         # close that raised BrokerUnavailable must not be sent when the server is back.
         reconnected = asyncio.Event()
@@ -149,6 +150,7 @@ class NatsJetStreamStorage:
 
         kwargs: dict[str, Any] = {"servers": [url], "connect_timeout": 5, "no_echo": True,
                                   "allow_reconnect": False, "reconnect_time_wait": 0.25,
+                                  "max_reconnect_attempts": 1,
                                   "pending_size": 0, "error_cb": error_cb,
                                   "reconnected_cb": reconnected_cb}
         if user is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,6 +37,17 @@ def locked_nats() -> Iterator[BrokerServer]:
 async def test_an_unreachable_broker_is_a_typed_error(scheme: str) -> None:
     with pytest.raises(BrokerUnavailable, match=r"127\.0\.0\.1"):
         await connect(f"{scheme}://127.0.0.1:{free_port()}")
+
+
+async def test_an_unreachable_nats_address_is_tried_twice_not_sixty_times(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """nats-py's server pool tries a refused address again and again (60 times by
+    default, 0.25 s apart here); connect() gives up after its first retry."""
+    caplog.set_level(logging.DEBUG, logger="lazily_queue.brokers.nats_backend")
+    with pytest.raises(BrokerUnavailable):
+        await connect(f"nats://127.0.0.1:{free_port()}")
+    attempts = [r for r in caplog.records if "Connect call failed" in r.getMessage()]
+    assert len(attempts) == 2, [r.getMessage() for r in caplog.records]
 
 
 async def test_a_redis_port_that_never_answers_fails_connect_in_its_connect_timeout() -> None:
