@@ -158,9 +158,11 @@ async def test_a_client_whose_frames_find_no_room_raises_naming_the_setting() ->
 
         task = asyncio.create_task(trickle())
         try:
-            async with connect([node.listen], ("web", TOKEN)) as client:
+            # op_timeout (not push's timeout, the wait for room): the client sends the
+            # push again on each new link, refused each time, until the op's deadline.
+            async with connect([node.listen], ("web", TOKEN), op_timeout=3) as client:
                 with pytest.raises(FrameBudgetFull, match="client_frame_budget"):
-                    await client.queue("jobs").push(b"y" * 600_000, timeout=3)
+                    await client.queue("jobs").push(b"y" * 600_000)
         finally:
             task.cancel()
         await holder.aclose()
