@@ -225,8 +225,9 @@ async def test_topic_proxy_from_threads() -> None:
     stream = topic.stream("reader")
     while len(received) < 200:
         received.append(await anext(stream))
-    for t in threads:
-        t.join(5)
+    for t in threads:  # joined off the loop: a thread's last publish awaits the loop
+        await asyncio.to_thread(t.join, 5)
+        assert not t.is_alive()
     assert sorted(received) == sorted([*range(100), *range(1000, 1100)])
     assert await asyncio.to_thread(proxy.read_stream, "reader") == []
     assert await asyncio.to_thread(lambda: proxy.reader("reader")()) == []
