@@ -32,8 +32,10 @@ async def test_restart_mid_run_loses_nothing_acknowledged(kind: str) -> None:
     if find_binary(cls.binary) is None:
         pytest.skip(f"{cls.binary} is not installed")
     server = cls()
+    # nats: a request whose reply the kill lost waits for its timeout (default 10 s)
+    options: dict[str, Any] = {"timeout": 3} if kind == "nats" else {}
     async with server:
-        async with connect(server.url, poll_interval=0.2) as client:
+        async with connect(server.url, poll_interval=0.2, **options) as client:
             jobs = client.work_queue("restart", visibility_timeout=1.0, max_deliveries=1000)
             pushed: set[int] = set()
             acked: set[int] = set()
