@@ -181,7 +181,8 @@ async def _nats_history(*, kill: bool) -> tuple[Recorder, list[Any]]:
     if find_binary(NatsServer.binary) is None:
         pytest.skip(f"{NatsServer.binary} is not installed")
     record = Recorder("nats")
-    async with NatsServer() as server, connect(server.url, poll_interval=0.2,
+    # timeout: a request whose reply the restart lost waits this long (default 10 s)
+    async with NatsServer() as server, connect(server.url, poll_interval=0.2, timeout=3,
                                                view_limit=4 * PUSHES) as client:
         q = client.queue("history")
         await asyncio.wait_for(_drive(q, server, record, kill=kill), 180)
