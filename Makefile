@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 # Tests run on two workers (pytest-xdist); a module's tests that share an expensive
 # fixture are kept on one worker by an xdist_group mark.
 XDIST  ?= -n 2 --dist loadgroup
+# The loop-facing tests of the uvloop pass mostly wait on sockets, timers and processes
+# (the CPU about a third busy on two workers): four workers.
+XDIST_LOOP ?= -n 4 --dist loadgroup
 
 test: $(STAMP)
 	# The tests start many Python processes (nodes, the CLI, the simulator): compiled once
@@ -26,7 +29,7 @@ test: $(STAMP)
 	# Again on uvloop: the loop-facing tests (the links, the Raft driver, clients, the web
 	# integrations), where the loop's sockets, timers, TLS and threads are used; the cells,
 	# the corpus and the brokers run the same loop calls through them.
-	LAZILY_TEST_LOOP=uvloop $(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST) -m "not slow" \
+	LAZILY_TEST_LOOP=uvloop $(BIN)/python -m pytest -q -p no:cacheprovider $(XDIST_LOOP) -m "not slow" \
 		tests/transports tests/raft tests/client tests/integrations tests/threads
 
 demo: $(STAMP)
