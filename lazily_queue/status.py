@@ -266,13 +266,17 @@ LAG_WARNING = 1000
 RECENT_TERMS = 300.0
 
 
+#: The link problem of a member that said it was stopping before its links closed.
+STOPPED = "it stopped cleanly (it said so before closing its links)"
+
+
 def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
              peers: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per member: role (``leader``, ``follower`` or ``unreachable``: a
     member this node has no link to is never shown as a follower), reachability,
     match index and lag (known on the leader), its page and vitals when known, and
     ``link_problem``: why an unreachable member's link failed, as far as this node knows
-    (a refused handshake, say; ``None`` otherwise)."""
+    (a refused handshake, say, or :data:`STOPPED`; ``None`` otherwise)."""
     leader = status["leader"]
     me = status["node"]
     connected = set(status["connected"])
@@ -315,8 +319,10 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
 
 
 def _link_problem(node: Node, member: str) -> str | None:
-    from .link_trouble import explained, mesh_trouble
+    from .link_trouble import explained, mesh_trouble, said_stopping
 
+    if said_stopping(node, member):
+        return STOPPED
     trouble = mesh_trouble(node, int(member)) if member.isdigit() else None
     return None if trouble is None else explained(trouble)
 

@@ -18,6 +18,7 @@ from lazily_queue.node import Node
 from lazily_queue.raft import mesh
 from lazily_queue.raft.goodbye import GOODBYE, Goodbyes
 from lazily_queue.state_log import StateLog
+from lazily_queue.status import STOPPED, node_status
 from lazily_queue.testing import Cluster
 
 
@@ -197,3 +198,17 @@ async def test_an_in_process_cluster_hands_over_and_closes_without_waiting(
     assert [r.getMessage() for r in caplog.records] == [
         f"node {new}: stopping without handing leadership over: every linked follower is "
         "stopping too"]
+
+
+async def test_the_status_names_a_member_that_stopped_cleanly(nodes: dict[int, Node]) -> None:
+    """A member that said goodbye is shown as stopped cleanly; one that could not say so
+    (node 3 lacks the feature) keeps the link's own account."""
+    await _node_1_leads(nodes)
+    await nodes[2].stop()
+    await nodes[3].stop()
+    await _until(lambda: not nodes[1].status()["connected"], "both links down")
+    status = node_status(nodes[1])
+    problems = {m["id"]: m["link_problem"] for m in status["members"]}
+    assert problems["2"] == STOPPED
+    assert problems["3"] != STOPPED
+    assert f"member 2: {STOPPED}" in status["health"]["reasons"]
