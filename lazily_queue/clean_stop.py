@@ -34,7 +34,11 @@ def say_goodbye(node: Node) -> list[str]:
     say = getattr(network, "say_goodbye", None)
     if say is None:
         return []
-    told: list[str] = say()
+    try:
+        told: list[str] = say()
+    except Exception as exc:  # the stop goes on: the peers then log a lost link
+        log.info("node %s: could not tell its peers it is stopping: %r", node.node_id, exc)
+        return []
     if told:
         log.debug("node %s: told %s that it is stopping", node.node_id, ", ".join(told))
     return told
@@ -72,6 +76,8 @@ async def hand_over_leadership(node: Node, wait: float = HANDOVER_WAIT) -> str |
             leader = await _transfer(node, target, wait)
         except (LazilyQueueError, TimeoutError) as exc:
             why = str(exc) or "no follower caught up in time"
+        except Exception as exc:  # the stop goes on whatever the transfer met
+            why = f"the transfer failed: {exc!r}"
     if leader is None:
         log.info("node %s: stopping without handing leadership over: %s", node.node_id, why,
                  extra={"event": "leadership_kept", "node": node.node_id, "reason": why})

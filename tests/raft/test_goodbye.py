@@ -212,3 +212,22 @@ async def test_the_status_names_a_member_that_stopped_cleanly(nodes: dict[int, N
     assert problems["2"] == STOPPED
     assert problems["3"] != STOPPED
     assert f"member 2: {STOPPED}" in status["health"]["reasons"]
+
+
+async def test_a_stop_goes_on_whatever_the_goodbye_or_the_transfer_meets(
+        nodes: dict[int, Node], monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "lazily_queue.clean_stop")
+    await _node_1_leads(nodes)
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(_network(nodes[1]), "say_goodbye", broken)
+    monkeypatch.setattr(clean_stop.membership, "transfer_leadership", broken)
+    await nodes[1].stop()
+    assert not nodes[1].driver.running
+    assert [r.getMessage() for r in caplog.records] == [
+        "node 1: could not tell its peers it is stopping: RuntimeError('boom')",
+        "node 1: stopping without handing leadership over: the transfer failed: "
+        "RuntimeError('boom')"]
