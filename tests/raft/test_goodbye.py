@@ -49,6 +49,12 @@ async def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
             await node.stop(hand_over=False)
 
 
+def _stop_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """What the clean stop logged (another test of the worker may have left other
+    loggers at INFO)."""
+    return [r for r in caplog.records if r.name == "lazily_queue.clean_stop"]
+
+
 def _network(node: Node) -> Any:
     return node.driver.network
 
@@ -166,7 +172,7 @@ async def test_a_leader_without_a_follower_to_take_over_stops_saying_so(
     caplog.set_level(logging.INFO, "lazily_queue.clean_stop")
     leader = _leader(members, connected, stopping)
     assert await clean_stop.hand_over_leadership(leader) is None
-    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+    assert [(r.levelname, r.getMessage()) for r in _stop_records(caplog)] == [
         ("INFO", f"node 1: stopping without handing leadership over: {why}")]
 
 
@@ -188,14 +194,14 @@ async def test_an_in_process_cluster_hands_over_and_closes_without_waiting(
         leader = await cluster.wait_for_leader()
         await leader.queue("q").push(1)
         await leader.stop()
-        handed = [r.getMessage() for r in caplog.records]
+        handed = [r.getMessage() for r in _stop_records(caplog)]
         assert len(handed) == 1 and handed[0].startswith(
             f"node {leader.node_id}: leadership handed to node "), handed
         new = handed[0].split("handed to node ")[1].split()[0]
         assert (await cluster.wait_for_leader()).node_id == new
         caplog.clear()
     # Closing the cluster, every member said it stops: none is handed leadership.
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in _stop_records(caplog)] == [
         f"node {new}: stopping without handing leadership over: every linked follower is "
         "stopping too"]
 
@@ -227,7 +233,7 @@ async def test_a_stop_goes_on_whatever_the_goodbye_or_the_transfer_meets(
     monkeypatch.setattr(clean_stop.membership, "transfer_leadership", broken)
     await nodes[1].stop()
     assert not nodes[1].driver.running
-    assert [r.getMessage() for r in caplog.records] == [
+    assert [r.getMessage() for r in _stop_records(caplog)] == [
         "node 1: could not tell its peers it is stopping: RuntimeError('boom')",
         "node 1: stopping without handing leadership over: the transfer failed: "
         "RuntimeError('boom')"]
