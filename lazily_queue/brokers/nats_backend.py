@@ -31,7 +31,6 @@ import itertools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -46,7 +45,6 @@ from ..errors import InvalidConfiguration, MessageTooLarge, shown
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
-    BrokerObjectLost,
     BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
@@ -54,6 +52,7 @@ from .errors import (
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
 from .nats_connection import hold_publishes, redacted, require_tls
 from .nats_names import of_this_library, once_id, stream_description
+from .nats_reads import NatsReads
 from .nats_requests import PubAck, Replies
 
 log = logging.getLogger(__name__)
@@ -70,9 +69,6 @@ INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
 JETSTREAM_UNAVAILABLE = 10008
 #: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
 WRONG_LAST_SEQUENCE = 10071
-#: Seconds a ``no_wait`` pull may go without any answer before the consumer is looked
-#: up (the server answers one from an existing consumer at once).
-PULL_GRACE = 0.25
 #: Least seconds between two announcements of changes to one object.
 ANNOUNCE_INTERVAL = 0.005
 
@@ -91,7 +87,7 @@ def check_within(name: str, value: float, most: float, setting: str) -> None:
                                    f"{setting} holds ({most}); use a smaller one")
 
 
-class NatsJetStreamStorage:
+class NatsJetStreamStorage(NatsReads):
     """Storages for queues, work queues and topics on one NATS JetStream account."""
 
     def __init__(
@@ -381,78 +377,6 @@ class NatsJetStreamStorage:
                 raise
             return None
         return ack if ack.duplicate else None
-
-    async def pull(self, stream: str, consumer: str, n: int) -> list[Msg]:
-        """Up to ``n`` messages the consumer has ready now (a ``no_wait`` pull); raises
-        :class:`BrokerObjectLost` when the consumer does not exist. JetStream 2.9 leaves
-        a pull from a missing consumer unanswered, so a pull that got no answer (no
-        message, no status) within :data:`PULL_GRACE` asks for the consumer (and one
-        that times out asks again). A consumer created after the pull was sent (again,
-        by another process or this one's mirror) is pulled once more: it leaves its
-        first pull unanswered."""
-        sent = datetime.now(UTC)
-        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        pulling = asyncio.ensure_future(self.replies.pull(stream, consumer, n, answered))
-        try:
-            watched: set[asyncio.Future[Any]] = {pulling, answered}
-            await asyncio.wait(watched, timeout=min(PULL_GRACE, self.timeout),
-                               return_when=asyncio.FIRST_COMPLETED)
-            if not answered.done() and not pulling.done() and await self._created_since(
-                    stream, consumer, sent) and not answered.done():
-                return await self.replies.pull(stream, consumer, n)
-            try:
-                return await pulling
-            except nats.errors.TimeoutError:
-                if not await self._created_since(stream, consumer, sent):
-                    raise
-            return await self.replies.pull(stream, consumer, n)
-        finally:
-            if not pulling.done():  # its inbox is dropped in the background
-                pulling.cancel()
-                pulling.add_done_callback(lambda t: t.cancelled() or t.exception())
-
-    async def _created_since(self, stream: str, consumer: str, when: datetime) -> bool:
-        """Whether ``consumer`` of ``stream`` was created at ``when`` or later; raises
-        :class:`BrokerObjectLost` when it does not exist."""
-        try:
-            info = await self.js.consumer_info(stream, consumer)
-        except jserr.NotFoundError:
-            raise BrokerObjectLost(f"nats at {self.address}: consumer {consumer} of "
-                                   f"stream {stream} does not exist") from None
-        return info.created is not None and info.created >= when
-
-    async def pull_declared(self, stream: str, consumer: str, n: int,
-                            declare_again: Callable[[], Awaitable[None]]) -> list[Msg]:
-        """:meth:`pull`; when the consumer is gone (deleted outside this library),
-        ``declare_again()`` and pull once more: the stream keeps every message not
-        acknowledged, and a new consumer delivers each of them."""
-        try:
-            return await self.pull(stream, consumer, n)
-        except BrokerObjectLost:
-            await declare_again()
-        return await self.pull(stream, consumer, n)
-
-    async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
-        """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer
-        (the acks made meanwhile share one round trip)."""
-        await self.replies.ack(msg, kind)
-
-    async def messages(self, stream: str, start: int, limit: int,
-                       cache: dict[int, Any] | None = None) -> list[tuple[int, Any]]:
-        """Up to ``limit`` stored messages from sequence ``start`` on, as
-        ``(seq, raw message)`` (direct gets, each finding the next stored sequence)."""
-        found: list[tuple[int, Any]] = []
-        seq = max(1, start)
-        while len(found) < limit:
-            try:
-                raw = await self.js.get_msg(stream, seq=seq, next=True, subject=">",
-                                            direct=True)
-            except jserr.NotFoundError:
-                break
-            at = int(raw.seq or seq)
-            found.append((at, raw))
-            seq = at + 1
-        return found
 
 
 async def _within(step: Awaitable[Any], timeout: float) -> bool:
