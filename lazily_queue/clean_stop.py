@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from . import membership
 from .errors import LazilyQueueError
+from .link_trouble import said_stopping
 
 if TYPE_CHECKING:
     from .node import Node
@@ -44,12 +45,6 @@ def say_goodbye(node: Node) -> list[str]:
     return told
 
 
-def stopping_peers(node: Node) -> set[str]:
-    """The peers that said on their current link that they are stopping."""
-    said = getattr(getattr(node.driver.network, "goodbyes", None), "said", None)
-    return set(said) if isinstance(said, set) else set()
-
-
 async def hand_over_leadership(node: Node, wait: float = HANDOVER_WAIT) -> str | None:
     """On the leader: hand leadership to the most caught-up linked follower that is not
     stopping too, within ``wait`` seconds; the new leader's id, or None (not the leader,
@@ -61,7 +56,7 @@ async def hand_over_leadership(node: Node, wait: float = HANDOVER_WAIT) -> str |
     if members == {node.node_id}:
         return None
     linked = (set(engine.connected) & members) - {node.node_id}
-    candidates = linked - stopping_peers(node)
+    candidates = {m for m in linked if not said_stopping(node, m)}
     why, leader = None, None
     if not linked:
         why = "no follower is linked"
@@ -94,7 +89,7 @@ async def _transfer(node: Node, target: str, wait: float) -> str:
     try:
         async with asyncio.timeout(wait + 1.0):
             while not moving.done():
-                if target in stopping_peers(node) or target not in engine.connected:
+                if said_stopping(node, target) or target not in engine.connected:
                     raise TimeoutError(f"node {target} is stopping or unlinked too")
                 step = asyncio.ensure_future(node.driver.next_step())
                 await asyncio.wait({moving, step}, return_when=asyncio.FIRST_COMPLETED)

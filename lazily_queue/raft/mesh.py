@@ -272,7 +272,10 @@ class MeshNetwork:
 
     def say_goodbye(self) -> list[str]:
         """Tell every linked peer that announced the goodbye feature that this member is
-        stopping (:mod:`.goodbye`); returns the peers told."""
+        stopping (:mod:`.goodbye`), once; returns the peers told (none when it said so
+        already)."""
+        if self.goodbyes.sent:
+            return []
         told, self.goodbyes.sent = [], True
         for peer in sorted(self.goodbyes.capable):
             try:

@@ -170,7 +170,10 @@ class LocalNetwork:
 
     def say_goodbye(self) -> list[str]:
         """Tell every linked peer that this member is stopping (:mod:`.goodbye`), after
-        the frames sent before; returns the peers told."""
+        the frames sent before, once; returns the peers told (none when it said so
+        already)."""
+        if self.goodbyes.sent:
+            return []
         self.goodbyes.sent = True
         told = sorted(p for p in self._up if self._running and p in self._hub._members
                       and self._hub.linked(self.node_id, p))
