@@ -172,11 +172,11 @@ async def test_a_member_added_back_elsewhere_is_linked_by_a_node_with_stale_peer
                     durability="none")
         await leader.add_member(3, moved)
         await new3.start()
-        async with asyncio.timeout(20):
-            while "3" not in stale.status()["connected"]:  # noqa: ASYNC110 - polls
-                await asyncio.sleep(0.02)
         network = stale.driver.network
-        assert network.mesh.peers[3] == moved  # type: ignore[attr-defined]
+        async with asyncio.timeout(20):  # linked, and dialing the recorded address
+            while not ("3" in stale.status()["connected"]  # noqa: ASYNC110 - polls
+                       and network.mesh.peers[3] == moved):  # type: ignore[attr-defined]
+                await asyncio.sleep(0.02)
         if old_process == "running":
             assert "belonged to a node 3 removed from the cluster" in caplog.text
         old = peers[3]
