@@ -159,6 +159,9 @@ class DriverShim:
     def _abandon(self, *args: Any) -> None:
         Driver._abandon(cast(Driver, self), *args)
 
+    def _yield_now(self, _now: float) -> bool:
+        return True  # every call yields: its caller may be cancelled in that turn
+
 
 class _Call:
     """One ``Driver.call`` of a pop: its coroutine, stepped turn by turn."""

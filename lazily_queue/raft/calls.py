@@ -14,6 +14,11 @@ from .replica import Replica
 
 log = logging.getLogger(__name__)
 
+#: A call whose op was applied before it could wait (a one-member commit in the step its
+#: proposal took) lets the loop run first only when no such call did for this many
+#: seconds: a loop of such calls still lets the loop's other work run this often.
+YIELD_EVERY = 0.001
+
 
 class Calls:
     """The awaiting half of :class:`~.driver.Driver` (which sets these up)."""
@@ -22,6 +27,8 @@ class Calls:
     #: Called as ``observer(code, seconds, result, error)`` when a call ends (commit
     #: latency and error metrics).
     call_observer: Callable[[int, float, Any, BaseException | None], None] | None
+    #: When (``time.perf_counter``) a call last let the loop run (:meth:`_yield_now`).
+    _yielded_at = 0.0
 
     def propose(
         self, code: int, args: list[Any], *, timeout: float,
@@ -54,8 +61,8 @@ class Calls:
             self._observe_call(code, started, None, exc)
             raise
         try:
-            if fut.done():
-                await asyncio.sleep(0)  # every call lets the loop run once
+            if fut.done() and self._yield_now(started):
+                await asyncio.sleep(0)
             result = await fut
         except asyncio.CancelledError:
             self._abandon(proposal, fut, on_orphan)
@@ -98,6 +105,14 @@ class Calls:
         if first is not None:
             raise first
         return results
+
+    def _yield_now(self, now: float) -> bool:
+        """Whether a call started at ``now`` whose op was applied inside its proposal lets
+        the loop run before it returns (see :data:`YIELD_EVERY`)."""
+        if now - self._yielded_at < YIELD_EVERY:
+            return False
+        self._yielded_at = now
+        return True
 
     def _abandon(self, proposal: Proposal, fut: asyncio.Future[Any],
                  on_orphan: Callable[[Any], None] | None) -> None:

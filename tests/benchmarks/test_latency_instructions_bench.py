@@ -20,9 +20,9 @@ def test_one_member_pushes_count_their_loop_turns() -> None:
                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=path), check=True)
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(report["lazily_queue"]).resolve().is_relative_to(ROOT)
-    # every push lets the loop run at least once (a slow disk adds the fsync thread's)
-    assert report["turns"] >= 1
-    assert report["callbacks"] >= 1
+    # a loop of pushes lets the loop run (at least every calls.YIELD_EVERY seconds)
+    assert report["turns"] > 0
+    assert report["callbacks"] > 0
 
 
 def test_a_bad_push_count_is_refused() -> None:
