@@ -2,8 +2,9 @@
 refusals the mesh logs (and says what to change), :class:`RepeatedRefusals` keeps the
 log to one line per reason while the node starts, :class:`RefusalHints` adds what to
 change to the transport's refusal lines, :func:`mesh_trouble` asks the mesh
-about one peer, :func:`link_loss` why a member's link ended and :func:`said_stopping`
-whether the member said it was stopping before it ended."""
+about one peer, :func:`link_loss` why a member's link ended, :func:`said_stopping`
+whether the member said it was stopping before it ended and :func:`handing_over` whom a
+leader said it was handing leadership to."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from lazily_transports import (
     PeerRejectedError,
     describe_tls_error,
 )
+
+from .raft.transfer_notice import KEPT_ELECTIONS, TransferNotices
 
 if TYPE_CHECKING:
     from .node import Node
@@ -59,6 +62,25 @@ def said_stopping(node: Node, member: str) -> bool:
         return getattr(goodbyes, "sent", None) is True
     said = getattr(goodbyes, "said", None)
     return isinstance(said, set) and member in said
+
+
+def handing_over(node: Node, leader: str, term: int) -> str | None:
+    """Whom ``leader``, leading ``term``, said it was handing leadership to, at most
+    :func:`handover_window` seconds ago (a transfer notice,
+    :mod:`~lazily_queue.raft.transfer_notice`); for the node itself, whom it started
+    handing leadership to. None: it said no such thing (or said it too long ago)."""
+    transfers = getattr(getattr(node.driver, "network", None), "transfers", None)
+    if not isinstance(transfers, TransferNotices):
+        return None
+    notice = transfers.handing if leader == node.node_id else transfers.heard.get(leader)
+    if notice is None or not notice.explains(term, handover_window(node), transfers.clock()):
+        return None
+    return notice.target
+
+
+def handover_window(node: Node) -> float:
+    """Seconds a transfer notice explains a lost leader: a few election timeouts."""
+    return KEPT_ELECTIONS * node.driver.replica.config.engine.election_timeout_max
 
 
 def explained(trouble: str) -> str:

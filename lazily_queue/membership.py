@@ -169,11 +169,8 @@ async def transfer_leadership(node: Node, target: str | None, timeout: float) ->
             f"node {node.node_id} leads already and "
             + ("has no other member to hand leadership to" if not others
                else "cannot hand leadership to itself"))
-    await _change(
-        node,
-        lambda answer: node.driver.replica.engine.transfer_leadership(target, answer),
-        "transferring leadership", timeout,
-    )
+    await _change(node, lambda answer: _start_transfer(node, target, answer),
+                  "transferring leadership", timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         leader = node.leader_id
@@ -181,6 +178,38 @@ async def transfer_leadership(node: Node, target: str | None, timeout: float) ->
             return leader
         await node.driver.next_step()
     raise TimeoutError("leadership did not move before the deadline")
+
+
+def _start_transfer(node: Node, target: str | None, answer: Answer) -> None:
+    """Ask the engine to hand leadership to ``target`` (None: the most caught-up linked
+    follower, picked as the engine would); unless it refuses at once, tell the linked
+    peers whom in the same turn of the loop, before the target can start its election
+    (:mod:`~lazily_queue.raft.transfer_notice`)."""
+    engine = node.driver.replica.engine
+    if target is None:
+        linked, matched = engine.connected - {node.node_id}, engine.match_index
+        target = max(linked & set(engine.members), key=lambda m: (matched.get(m, 0), m),
+                     default=None)
+    refused: list[Outcome] = []
+
+    def answered(result: object, outcome: Outcome) -> None:
+        if outcome is not Outcome.SUCCESS:
+            refused.append(outcome)
+        answer(result, outcome)
+
+    term = engine.term
+    engine.transfer_leadership(target, answered)
+    tell = getattr(node.driver.network, "tell_transfer", None)
+    if target is None or refused or tell is None:
+        return
+    try:
+        told = tell(term, target)
+    except Exception as exc:  # the transfer goes on: the peers then warn of a lost leader
+        log.info("node %s: could not tell its peers it hands leadership to node %s: %r",
+                 node.node_id, target, exc)
+        return
+    log.debug("node %s: told %s that it hands leadership to node %s", node.node_id,
+              ", ".join(told) or "no peer", target)
 
 
 async def _change(

@@ -5,7 +5,11 @@ fields named below) in the record, which the JSON log format (``lazily-queue nod
 --log-format json``) writes out as keys:
 
 * ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``term``;
-  INFO when the leader's link ended: its ``member_lost`` line warns, with the cause);
+  INFO when the leader's link ended: its ``member_lost`` line warns, with the cause;
+  INFO ``no leader (node N is handing leadership to node M; term T)`` when the leader
+  said it started a leadership transfer, :func:`~.link_trouble.handing_over`, and a
+  WARNING ``no leader (node N's handover to node M did not finish; term T)`` when
+  still no leader is known a few election timeouts later);
 * ``member_lost`` (WARNING, ``member``, ``reason``: why its link ended and what to
   check; the transport logs the broken link itself at DEBUG only; INFO ``member N
   stopped`` when the member said it was stopping before its links closed, a clean
@@ -32,7 +36,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
-from .link_trouble import link_loss, said_stopping
+from .link_trouble import handing_over, handover_window, link_loss, said_stopping
 
 if TYPE_CHECKING:
     from .node import Node
@@ -55,7 +59,8 @@ class StateLog(StepObserver):
         self._ever_linked: dict[str, float] = {}  # member -> when it was first linked
         self._settling: dict[str, float] = {}  # member -> when its lost link is reported
         self._shape: tuple[object, ...] | None = None
-
+        #: The handover announced when the leader was lost: (from, to, when it is late).
+        self._handover: tuple[str, str, float] | None = None
 
     def _say(self, level: int, event: str, message: str, **fields: Any) -> None:
         self.log.log(level, "node %s: %s", self.node.node_id, message,
@@ -68,6 +73,8 @@ class StateLog(StepObserver):
         moment = self._clock()
         if self._settling:
             self._report_unsettled(moment, set(engine.connected), engine.members)
+        if self._handover is not None and moment >= self._handover[2]:
+            self._report_late_handover(engine.leader_id, engine.term)
         shape = (engine.shape, driver.replica.snapshots.taken)
         if shape == self._shape:
             return  # nothing it logs can have changed
@@ -83,6 +90,8 @@ class StateLog(StepObserver):
         last, self._last = self._last, now
         if last is None:
             last = {**now, "leader": None, "linked": set()}
+        if now["leader"] is not None:
+            self._handover = None
         if now["leader"] is not None and (now["leader"], now["term"]) != (
                 last["leader"], last["term"]):
             who = "this node" if now["leader"] == me else f"node {now['leader']}"
@@ -97,6 +106,12 @@ class StateLog(StepObserver):
             elif gone != me and gone not in now["linked"]:  # member_lost warns, with why
                 self._say(logging.INFO, "leader_lost", f"no leader (node {gone} no longer "
                           f"leads: its link ended; term {now['term']})", term=now["term"])
+            elif (target := handing_over(self.node, gone, last["term"])) is not None:
+                giver = "this node is" if gone == me else f"node {gone} is"
+                taker = "this node" if target == me else f"node {target}"
+                self._say(logging.INFO, "leader_lost", f"no leader ({giver} handing "
+                          f"leadership to {taker}; term {now['term']})", term=now["term"])
+                self._handover = (gone, target, moment + handover_window(self.node))
             else:
                 self._say(logging.WARNING, "leader_lost", f"no leader (node {gone} no "
                           f"longer leads; term {now['term']})", term=now["term"])
@@ -131,6 +146,18 @@ class StateLog(StepObserver):
         reason = link_loss(self.node, member) or "no link"
         self._say(logging.WARNING, "member_lost", f"member {member} lost: {reason}",
                   member=member, reason=reason)
+
+    def _report_late_handover(self, leader: str | None, term: int) -> None:
+        """A handover announced with the leader's loss is late: warn if still no leader."""
+        if self._handover is None:
+            return
+        (gone, target, _), self._handover = self._handover, None
+        if leader is None:
+            me = self.node.node_id
+            giver = "this node's" if gone == me else f"node {gone}'s"
+            taker = "this node" if target == me else f"node {target}"
+            self._say(logging.WARNING, "leader_lost", f"no leader ({giver} handover to "
+                      f"{taker} did not finish; term {term})", term=term)
 
     def _report_unsettled(self, moment: float, linked: set[str],
                            members: Collection[str]) -> None:

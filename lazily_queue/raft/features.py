@@ -93,8 +93,12 @@ RECEIPTS_TOTAL_FEATURE = "work-receipts-total-v1"
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
 GOODBYE_FEATURE = "link-goodbye-v1"
+#: Optional: a leader starting a leadership transfer names its target to its peers
+#: (:mod:`.transfer_notice`) before the target's election, so that they log the lost
+#: leader as a handover rather than warn. Only a peer announcing it is sent one.
+TRANSFER_FEATURE = "link-transfer-v1"
 #: The optional features every member of this version announces.
-OPTIONAL_FEATURES = frozenset({GOODBYE_FEATURE})
+OPTIONAL_FEATURES = frozenset({GOODBYE_FEATURE, TRANSFER_FEATURE})
 REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DEDUP_FEATURE,
                                MESSAGES_FEATURE, GROUPS_FEATURE, REPLAY_TIME_FEATURE,
                                HEADERS_FEATURE, LIMITS_FEATURE, QUEUE_OPTIONS_FEATURE,

@@ -16,8 +16,10 @@ as the member added back).
 
 Each process also announces a random process id and keeps its links alive; a second
 process claiming a member whose link is live is refused (see :mod:`.link_identity`).
-It announces the optional :data:`GOODBYE_FEATURE` too, and says goodbye when it stops
-cleanly (:meth:`MeshNetwork.say_goodbye`, :mod:`.goodbye`).
+It announces the optional :data:`GOODBYE_FEATURE` and :data:`TRANSFER_FEATURE` too: it
+says goodbye when it stops cleanly (:meth:`MeshNetwork.say_goodbye`), and names the
+target of a leadership transfer it starts (:meth:`MeshNetwork.tell_transfer`); see
+:mod:`.link_messages`.
 """
 
 from __future__ import annotations
@@ -71,11 +73,12 @@ from .features import (
     SESSION_REGISTER_FEATURE,
     SUBSCRIBER_DELETE_FEATURE,
     TOPIC_OPTIONS_FEATURE,
+    TRANSFER_FEATURE,
     VALUES_FEATURE,
     WORK_OPTIONS_FEATURE,
 )
-from .goodbye import GOODBYE, Goodbyes
 from .link_identity import KEEPALIVE, LinkIdentity, announced
+from .link_messages import LINK_MESSAGE, LinkMessages
 from .network import BatchHandler, FrameHandler, PeerHandler
 
 __all__ = [
@@ -103,6 +106,7 @@ __all__ = [
     "SESSION_REGISTER_FEATURE",
     "SUBSCRIBER_DELETE_FEATURE",
     "TOPIC_OPTIONS_FEATURE",
+    "TRANSFER_FEATURE",
     "VALUES_FEATURE",
     "WORK_OPTIONS_FEATURE",
     "MeshNetwork",
@@ -175,11 +179,13 @@ class MeshNetwork:
         self._retired = {peer: list(ids) for peer, ids in (retired or {}).items()}
         self._on_retire = on_retire
         self.identity = LinkIdentity(node_id, live_window, self._is_up)
-        self.goodbyes = Goodbyes()
         features = (DEFAULT_FEATURES | REQUIRED_FEATURES | OPTIONAL_FEATURES
                     | self.identity.features)
         if incarnation:
             features |= {INCARNATION + incarnation}
+        self.messages = LinkMessages(self._send_message, lambda: self._mesh.flush(),
+                                     frozenset(features))
+        self.goodbyes, self.transfers = self.messages.goodbyes, self.messages.transfers
         self._config = LinkConfig(
             peer_id=node_number(node_id),
             session_id=cluster,
@@ -267,24 +273,26 @@ class MeshNetwork:
         refusal = self._vet_incarnation(str(peer_id), features) if self.incarnation else None
         refusal = refusal or self.identity.vet(str(peer_id), features)
         if refusal is None:
-            self.goodbyes.linked(str(peer_id), features)
+            self.messages.linked(str(peer_id), features)
         return refusal
 
     def say_goodbye(self) -> list[str]:
         """Tell every linked peer that announced the goodbye feature that this member is
         stopping (:mod:`.goodbye`), once; returns the peers told (none when it said so
         already)."""
-        if self.goodbyes.sent:
-            return []
-        told, self.goodbyes.sent = [], True
-        for peer in sorted(self.goodbyes.capable):
-            try:
-                if self._mesh.send_nowait(int(peer), GOODBYE):
-                    told.append(peer)
-            except (anyio.WouldBlock, UnknownPeerError):
-                pass  # a full buffer: that peer reports the stop as a lost link
-        self._mesh.flush()
-        return told
+        return self.messages.say_goodbye()
+
+    def tell_transfer(self, term: int, target: str) -> list[str]:
+        """Tell every linked peer that announced the transfer feature that this member,
+        leader of ``term``, starts handing leadership to ``target``
+        (:mod:`.transfer_notice`); returns the peers told."""
+        return self.messages.tell_transfer(term, target)
+
+    def _send_message(self, peer: str, frame: bytes) -> bool:
+        try:
+            return bool(self._mesh.send_nowait(int(peer), frame))
+        except (anyio.WouldBlock, UnknownPeerError):
+            return False  # a full buffer: that peer logs what follows as before
 
     def _vet_incarnation(self, peer: str, features: frozenset[str]) -> str | None:
         incarnations = announced(features, INCARNATION)
@@ -323,7 +331,7 @@ class MeshNetwork:
             if self._on_retire is not None:
                 self._on_retire({peer: list(ids) for peer, ids in self._retired.items()})
         self.identity.forget(peer_id)
-        self.goodbyes.forget(peer_id)
+        self.messages.forget(peer_id)
         number = node_number(peer_id)
         if number in self._mesh.peers:
             task = asyncio.ensure_future(self._mesh.remove_peer(number))
@@ -383,14 +391,13 @@ class MeshNetwork:
     def _handle(self, batch: list[MeshEvent]) -> None:
         on_frame, on_peer = self._on_frame, self._on_peer
         heard, now = self.identity.heard_at, time.monotonic()
-        frames = False
+        messages, frames = self.messages, False
         for event in batch:
             try:
                 if type(event) is Frame:
                     peer = str(event.peer_id)
                     heard[peer] = now
-                    if event.data == KEEPALIVE or (
-                            event.data == GOODBYE and self.goodbyes.take(peer)):
+                    if event.data[:1] == LINK_MESSAGE and messages.take(peer, event.data):
                         continue
                     if on_frame is not None:
                         on_frame(peer, event.data)
@@ -398,7 +405,7 @@ class MeshNetwork:
                 elif isinstance(event, PeerUp):
                     peer = str(event.peer_id)
                     heard[peer] = now
-                    self.goodbyes.up(peer)
+                    messages.up(peer)
                     if on_peer is not None:
                         on_peer(peer, True)
                 elif isinstance(event, PeerDown) and on_peer is not None:

@@ -14,7 +14,8 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from .goodbye import Goodbyes
+from .features import OPTIONAL_FEATURES
+from .link_messages import LINK_MESSAGE, LinkMessages
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,8 @@ class LocalHub:
 
 
 class LocalNetwork:
-    """One member's endpoint on a :class:`LocalHub`."""
+    """One member's endpoint on a :class:`LocalHub`; its link messages
+    (:mod:`.link_messages`) go to the peers whose :attr:`features` have their feature."""
 
     def __init__(self, hub: LocalHub, node_id: str) -> None:
         self._hub = hub
@@ -136,7 +138,18 @@ class LocalNetwork:
         self._running = False
         self.sent = 0
         self.dropped = 0
-        self.goodbyes = Goodbyes()
+        self.messages = LinkMessages(self._send_message, lambda: None, OPTIONAL_FEATURES)
+        self.goodbyes, self.transfers = self.messages.goodbyes, self.messages.transfers
+
+    @property
+    def features(self) -> frozenset[str]:
+        """The optional features this member announces to its peers (as a link's
+        handshake would; a test may announce fewer, as an older version would)."""
+        return self.messages.announced
+
+    @features.setter
+    def features(self, features: frozenset[str]) -> None:
+        self.messages.announced = features
 
     def set_handlers(
         self, on_frame: FrameHandler, on_peer: PeerHandler, on_batch: BatchHandler | None = None
@@ -163,6 +176,7 @@ class LocalNetwork:
 
     def remove_peer(self, peer_id: str) -> None:
         self._peers.discard(peer_id)
+        self.messages.forget(peer_id)
         self._refresh()
 
     def close_peer(self, peer_id: str, reason: str) -> None:
@@ -172,19 +186,16 @@ class LocalNetwork:
         """Tell every linked peer that this member is stopping (:mod:`.goodbye`), after
         the frames sent before, once; returns the peers told (none when it said so
         already)."""
-        if self.goodbyes.sent:
-            return []
-        self.goodbyes.sent = True
-        told = sorted(p for p in self._up if self._running and p in self._hub._members
-                      and self._hub.linked(self.node_id, p))
-        for peer in told:
-            target = self._hub._members[peer]
-            target._loop.call_soon(target._goodbye, self.node_id)
-        return told
+        return self.messages.say_goodbye()
 
-    def _goodbye(self, src: str) -> None:
-        if self._running and src in self._up:
-            self.goodbyes.said.add(src)
+    def tell_transfer(self, term: int, target: str) -> list[str]:
+        """Tell every linked peer that this member, leader of ``term``, starts handing
+        leadership to ``target`` (:mod:`.transfer_notice`); returns the peers told."""
+        return self.messages.tell_transfer(term, target)
+
+    def _send_message(self, peer: str, frame: bytes) -> bool:
+        return (self._running and peer in self._up
+                and self._hub._deliver(self.node_id, peer, frame))
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -198,7 +209,11 @@ class LocalNetwork:
             self._set(peer, False)
 
     def _receive(self, src: str, frame: bytes) -> None:
-        if self._running and src in self._up and self._on_frame is not None:
+        if not self._running or src not in self._up:
+            return
+        if frame[:1] == LINK_MESSAGE and self.messages.take(src, frame):
+            return
+        if self._on_frame is not None:
             self._on_frame(src, frame)
             if self._on_batch is not None:
                 self._on_batch(False)  # the frames of one iteration step together
@@ -218,7 +233,8 @@ class LocalNetwork:
             return
         if up:
             self._up.add(peer)
-            self.goodbyes.up(peer)
+            self.messages.linked(peer, self._hub._members[peer].features)
+            self.messages.up(peer)
         else:
             self._up.discard(peer)
         if self._on_peer is not None:
