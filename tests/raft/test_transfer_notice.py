@@ -201,3 +201,32 @@ def test_a_notice_is_read_only_when_well_formed(frame: bytes,
                                                 said: tuple[int, str] | None) -> None:
     assert read_notice(frame) == said
     assert notice(7, "x" * 65) is None  # never sends what a peer would refuse
+
+
+async def test_a_handover_that_does_not_finish_still_warns(
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "lazily_queue.state")
+    async with Cluster(3) as cluster:
+        leader = await cluster.wait_for_leader()
+        await cluster.settle()
+        me = leader.node_id
+        others = sorted(n.node_id for n in cluster.running if n is not leader)
+        log = StateLog(leader)
+        log.start()
+        caplog.clear()
+        term = leader.driver.replica.engine.term
+        _network(leader).tell_transfer(term, others[0])
+        # Cut off, the leader steps down; no leader comes where it is.
+        cluster.isolate(me)
+
+        def leaderless() -> list[tuple[str, str]]:
+            return [line for line in _state_lines(caplog, me) if "no leader" in line[1]]
+
+        await _until(lambda: len(leaderless()) >= 2, "the handover late")
+        await log.stop()
+        cluster.heal()
+        assert leaderless() == [
+            ("INFO", f"node {me}: no leader (this node is handing leadership to node "
+                     f"{others[0]}; term {term})"),
+            ("WARNING", f"node {me}: no leader (this node's handover to node {others[0]} "
+                        f"did not finish; term {term})")]
