@@ -4,15 +4,8 @@ Node ids are the links' peer ids (unsigned 64-bit integers). Every link requires
 handshake features of :mod:`.features` (:data:`REQUIRED_FEATURES`, re-exported here) and
 mutual HMAC authentication before any Raft frame is accepted.
 
-Each data directory has a random *incarnation*, announced as the handshake feature
-``incarnation:<hex>``. A node pins the incarnation it first sees for each member and
-refuses a different one later: a second process started with an existing node's id
-(its own data directory and address) would otherwise replace that member on the
-links, with an empty log and a vote of its own. A member removed from the cluster is
-unpinned, so a rebuilt node can be added back, and its incarnation is *retired*: a
-link presenting it is refused for good (the removed process still running, reached at
-its old address by a member whose ``[peers]`` still lists it, would otherwise answer
-as the member added back).
+Each data directory has a random *incarnation*: a node refuses a second process of a
+member, or a removed member's, by it (see :mod:`.incarnations`).
 
 Each process also announces a random process id and keeps its links alive; a second
 process claiming a member whose link is live is refused (see :mod:`.link_identity`).
@@ -77,7 +70,8 @@ from .features import (
     VALUES_FEATURE,
     WORK_OPTIONS_FEATURE,
 )
-from .link_identity import KEEPALIVE, LinkIdentity, announced
+from .incarnations import INCARNATION, RETIRED_KEPT, Incarnations
+from .link_identity import KEEPALIVE, LinkIdentity
 from .link_messages import LINK_MESSAGE, LinkMessages
 from .network import BatchHandler, FrameHandler, PeerHandler
 
@@ -115,9 +109,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-INCARNATION = "incarnation:"
-#: Retired incarnations kept per member id (the latest), for the 32 members removed last.
-RETIRED_KEPT = 8
 
 
 def node_number(node_id: str) -> int:
@@ -174,10 +165,7 @@ class MeshNetwork:
             )
         self.node_id = node_id
         self.incarnation = incarnation
-        self._pins = dict(pins or {})
-        self._on_pin = on_pin
-        self._retired = {peer: list(ids) for peer, ids in (retired or {}).items()}
-        self._on_retire = on_retire
+        self.incarnations = Incarnations(pins, on_pin, retired, on_retire)
         self.identity = LinkIdentity(node_id, live_window, self._is_up)
         features = (DEFAULT_FEATURES | REQUIRED_FEATURES | OPTIONAL_FEATURES
                     | self.identity.features)
@@ -270,7 +258,8 @@ class MeshNetwork:
             return False
 
     def _vet(self, peer_id: int, features: frozenset[str]) -> str | None:
-        refusal = self._vet_incarnation(str(peer_id), features) if self.incarnation else None
+        refusal = (self.incarnations.vet(str(peer_id), features) if self.incarnation
+                   else None)
         refusal = refusal or self.identity.vet(str(peer_id), features)
         if refusal is None:
             self.messages.linked(str(peer_id), features)
@@ -294,42 +283,8 @@ class MeshNetwork:
         except (anyio.WouldBlock, UnknownPeerError):
             return False  # a full buffer: that peer logs what follows as before
 
-    def _vet_incarnation(self, peer: str, features: frozenset[str]) -> str | None:
-        incarnations = announced(features, INCARNATION)
-        if len(incarnations) != 1:
-            return (f"node {peer} announced no incarnation; every member must run a version "
-                    "that does")
-        if incarnations[0] in self._retired.get(peer, ()):
-            return (
-                f"node {peer} presented data directory incarnation {incarnations[0]}, which "
-                f"belonged to a node {peer} removed from the cluster: the removed process "
-                f"still runs (a member whose [peers] lists its old address reaches it), or "
-                f"it was started again on its old data directory. Stop it; a member added "
-                f"back starts with an empty data directory")
-        pinned = self._pins.get(peer)
-        if pinned is None:
-            self._pins[peer] = incarnations[0]
-            if self._on_pin is not None:
-                self._on_pin(dict(self._pins))
-            return None
-        if pinned == incarnations[0]:
-            return None
-        return (
-            f"node {peer} presented data directory incarnation {incarnations[0]}, but this "
-            f"cluster knows node {peer} as incarnation {pinned}: two processes share id "
-            f"{peer}, or node {peer}'s data directory was replaced. Stop the impostor; a "
-            f"rebuilt node must be removed from the cluster and added back"
-        )
-
     def remove_peer(self, peer_id: str) -> None:
-        pinned = self._pins.pop(peer_id, None)
-        if pinned is not None:
-            if self._on_pin is not None:
-                self._on_pin(dict(self._pins))
-            ids = [*self._retired.pop(peer_id, []), pinned][-RETIRED_KEPT:]
-            self._retired = dict([*self._retired.items(), (peer_id, ids)][-RETIRED_KEPT * 4:])
-            if self._on_retire is not None:
-                self._on_retire({peer: list(ids) for peer, ids in self._retired.items()})
+        self.incarnations.retire(peer_id)
         self.identity.forget(peer_id)
         self.messages.forget(peer_id)
         number = node_number(peer_id)

@@ -337,8 +337,8 @@ MUTATIONS = [
          "test_a_second_process_is_refused_while_the_first_is_live",),
         "a second process claiming a member whose link is live is refused"),
     Mutation(
-        "removed-member-incarnation-accepted", "lazily_queue/raft/mesh.py",
-        "        if incarnations[0] in self._retired.get(peer, ()):",
+        "removed-member-incarnation-accepted", "lazily_queue/raft/incarnations.py",
+        "        if incarnations[0] in self.retired.get(peer, ()):",
         "        if False:",
         ("tests/raft/test_mesh_node.py::"
          "test_a_member_added_back_elsewhere_is_linked_by_a_node_with_stale_peers[running]",),

@@ -121,7 +121,7 @@ async def test_pins_survive_restart_and_removal_unpins(tmp_path: Path) -> None:
         assert again.driver.replica.journal.meta["incarnation"] == incarnation
         assert again.driver.replica.journal.meta["peer_incarnations"] == pins
         again.driver.network.remove_peer("2")
-        assert "2" not in again.driver.network._pins  # type: ignore[attr-defined]
+        assert "2" not in again.driver.network.incarnations.pins  # type: ignore[attr-defined]
         assert again.driver.replica.journal.meta["retired_incarnations"] == {"2": [pins["2"]]}
     finally:
         await again.stop()
