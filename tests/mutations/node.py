@@ -416,4 +416,11 @@ MUTATIONS = [
         ("tests/raft/test_versions.py::"
          "test_a_directory_stamped_with_an_earlier_form_of_a_feature_loads",),
         "a data directory stamped by the version before a feature's bump loads"),
+    Mutation(
+        "planned-transfer-warns", "lazily_queue/state_log.py",
+        "            elif (target := handing_over(self.node, gone, last[\"term\"])) is not None:",
+        "            elif False and (target := handing_over(self.node, gone, last[\"term\"])):",
+        ("tests/raft/test_transfer_notice.py::"
+         "test_a_manual_transfer_is_logged_at_info_by_every_member",),
+        "a planned leadership transfer is logged at INFO, naming the target, by every member"),
 ]

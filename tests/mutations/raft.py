@@ -357,4 +357,11 @@ MUTATIONS = [
         ("tests/raft/test_status_leader.py::"
          "test_a_survivor_of_a_lost_majority_names_no_leader",),
         "a survivor of a lost majority names no leader in its status"),
+    Mutation(
+        "transfer-notice-from-anyone-taken", "lazily_queue/raft/transfer_notice.py",
+        "        said = read_notice(frame) if peer in self.capable else None",
+        "        said = read_notice(frame)",
+        ("tests/raft/test_transfer_notice.py::"
+         "test_a_notice_out_of_place_is_a_bad_frame[unannounced]",),
+        "a transfer notice from a peer that did not announce the feature is a bad frame"),
 ]
