@@ -86,6 +86,8 @@ class Link:
         self._reader: asyncio.Task[None] | None = None
         self._batch: list[bytes] = []
         self._batch_bytes = 0
+        #: The number of the frame the last request made goes out in (see :meth:`holds`).
+        self.last_frame = 0
         #: The connection's ``sent_bytes`` when last looked at, and the loop time it was
         #: last seen to have grown (:meth:`stalled_for`).
         self._sent_seen: int | None = None
@@ -113,13 +115,19 @@ class Link:
         return rid
 
     def _queue(self, data: bytes) -> None:
-        """Requests made in one loop iteration leave together, in order."""
+        """Requests made in one loop iteration leave together, in order; one made while no
+        other awaits its answer leaves at once (those made after it in this iteration
+        leave together in the next)."""
         if self._batch and self._batch_bytes + len(data) > BATCH_BYTES:
             self._flush()  # a member reads a batch up to about 1 MiB, a lone op up to its limit
-        if not self._batch:
+        alone = not self._batch and len(self._waiting) <= 1
+        if not self._batch and not alone:
             asyncio.get_running_loop().call_soon(self._flush)
+        self.last_frame = self.outbox.frames  # the batch's number once it leaves
         self._batch.append(data)
         self._batch_bytes += len(data)
+        if alone:
+            self._flush()
 
     def _flush(self) -> None:
         if self._batch:
@@ -138,13 +146,8 @@ class Link:
                                   args, uint(timeout_ms))))
         return rid
 
-    @property
-    def batch_frame(self) -> int:
-        """The number of the frame the requests made now go out in (see :meth:`holds`)."""
-        return self.outbox.frames
-
     def holds(self, frame: int) -> bool:
-        """Whether frame number ``frame`` (:attr:`batch_frame` when its requests were
+        """Whether frame number ``frame`` (:attr:`last_frame` when its requests were
         made) is still held, in part, by this process: the member did not read those
         requests (and never will, once the link is closed)."""
         return self.outbox.holds(frame)

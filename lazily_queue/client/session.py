@@ -286,7 +286,7 @@ class Session(Registering, Deadlines, LinkFit):
         op.attempts += 1
         op.link = link
         op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms, op)
-        op.frame = link.batch_frame
+        op.frame = link.last_frame
 
     def _send_held(self) -> None:
         """Send the ops held back by the session window that fit in it now."""

@@ -211,7 +211,7 @@ async def test_a_budget_refusal_tells_the_client_which_requests_were_never_read(
     frames = []
     for _ in range(4):
         link.request([P.PING], lambda answer: None)
-        frames.append(link.batch_frame)
+        frames.append(link.last_frame)
         await asyncio.sleep(0)  # each request leaves in its own frame
     assert stream.channel.frames == 4 and not any(link.holds(f) for f in frames)
     link._frame(P.encode([0, P.ERROR, refusal]))

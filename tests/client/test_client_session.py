@@ -36,7 +36,7 @@ class RecordingLink:
         pass
 
     #: Every request leaves whole at once: none is still held here.
-    batch_frame = 0
+    last_frame = 0
 
     def holds(self, frame: int) -> bool:
         return False
@@ -170,7 +170,7 @@ class HoldingLink(RegisteringLink):
 
     def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
                 on_answer: Callable[[Any], None]) -> int:
-        self.batch_frame = seq
+        self.last_frame = seq
         return super().send_op(seq, floor, code, args, timeout_ms, on_answer)
 
     def holds(self, frame: int) -> bool:

@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from lazily_queue import ClientAccess, ClientGrant, connect
+from lazily_queue.replicated import ops
 from tests.client.one_member import TOKEN, one_member
 
 
@@ -34,3 +35,21 @@ async def test_a_lone_clients_push_is_applied_and_answered_in_the_task_that_read
                 await queue.push(n)
             assert await queue.pop_many(20) == list(range(20))
         assert stepped.count(True) >= 20
+
+
+async def test_a_lone_request_leaves_at_once_and_those_made_behind_it_together() -> None:
+    async with one_member() as node:
+        assert node.listen is not None
+        async with connect([node.listen], ("web", TOKEN), op_timeout=5) as client:
+            await client.queue("q").push("linked")
+            link, session = client._link, client.session
+            assert link is not None
+            frames = link.outbox.frames
+            _, first = session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=5)
+            assert link.outbox.frames == frames + 1  # nothing else awaited: it left
+            _, second = session.propose(ops.QUEUE_PUSH, ["q", 2], timeout=5)
+            _, third = session.propose(ops.QUEUE_PUSH, ["q", 3], timeout=5)
+            assert link.outbox.frames == frames + 1  # behind the first: not yet
+            await asyncio.gather(first, second, third)
+            assert link.outbox.frames == frames + 2  # the two in one frame
+            assert node.view.queue("q").len() == 4

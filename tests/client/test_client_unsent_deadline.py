@@ -27,7 +27,7 @@ class _HoldingLink:
         self.moved_at = moved_at
         self.open = True
         self.closed: list[str] = []
-        self.batch_frame = 0
+        self.last_frame = 0
 
     def send_op(self, seq: int, floor: int, code: int, args: bytes, timeout_ms: int,
                 on_answer: Callable[[Any], None]) -> int:

@@ -33,7 +33,7 @@ class _Link:
         pass
 
     #: Every request leaves whole at once: none is still held here.
-    batch_frame = 0
+    last_frame = 0
 
     def holds(self, frame: int) -> bool:
         return False
