@@ -260,7 +260,7 @@ class Mesh:
         link = self._links.get(peer_id)
         if link is None:
             raise UnknownPeerError(peer_id)
-        return link.send_held(frame)
+        return link.send_nowait(frame, True)
 
     def send_ready(self, peer_id: int) -> bool:
         """Whether ``send_nowait(peer_id, ...)`` would queue a frame now: the peer is up

@@ -7,6 +7,7 @@ import functools
 import logging
 import ssl
 import time
+from typing import Any
 
 import anyio
 
@@ -25,6 +26,7 @@ from ._authentication import PeerVetter
 from ._backoff import Backoff
 from ._buffered import BufferedChannel
 from ._probe_notes import read_answer, refusal_note
+from ._pump import pump_frames, pump_outcome
 from ._refusal_log import RefusalLog
 
 __all__ = ["PeerLink"]
@@ -108,8 +110,10 @@ class PeerLink:
 
     # -- sending ------------------------------------------------------------------------
 
-    def send_nowait(self, frame: bytes) -> bool:
-        """Queue ``frame`` on the current connection; False (and counted) when down."""
+    def send_nowait(self, frame: bytes, held: bool = False) -> bool:
+        """Queue ``frame`` on the current connection; False (and counted) when down.
+        ``held``: the frame is kept until :meth:`flush` (see
+        :meth:`~lazily_transports.abc.DataChannel.send_held`)."""
         channel = self._raw
         if channel is None:
             if len(frame) > self._config.max_frame_size:
@@ -117,21 +121,10 @@ class PeerLink:
             self.counters.frames_dropped += 1
             return False
         try:
-            channel.send_nowait(frame)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self.counters.frames_dropped += 1
-            return False
-        self.counters.frames_sent += 1
-        return True
-
-    def send_held(self, frame: bytes) -> bool:
-        """:meth:`send_nowait`, the frame kept until :meth:`flush` (see
-        :meth:`~lazily_transports.abc.DataChannel.send_held`)."""
-        channel = self._raw
-        if channel is None:
-            return self.send_nowait(frame)
-        try:
-            channel.send_held(frame)
+            if held:
+                channel.send_held(frame)
+            else:
+                channel.send_nowait(frame)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.counters.frames_dropped += 1
             return False
@@ -172,12 +165,7 @@ class PeerLink:
         while not self._closed:
             try:
                 channel = await dial(
-                    self.address,
-                    self._config,
-                    timeout=self._connect_timeout,
-                    ssl_context=self._ssl_context,
-                    expect_peer_id=self.peer_id,
-                    schemes=self._schemes,
+                    self.address, self._config, **self._reach(),
                     on_failure=lambda channel, error: None,  # said below, naming the peer
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
@@ -197,6 +185,11 @@ class PeerLink:
             if await self.serve(channel):
                 self._backoff.reset()  # it carried frames: a lost link is dialed at once
             await anyio.sleep(self._backoff.next())
+
+    def _reach(self) -> dict[str, Any]:
+        """The options of a dial or a probe of this peer."""
+        return {"timeout": self._connect_timeout, "ssl_context": self._ssl_context,
+                "expect_peer_id": self.peer_id, "schemes": self._schemes}
 
     async def _probe_forever(self, delay: float) -> None:
         backoff = Backoff(delay, max(delay, PROBE_MAX_INTERVAL), jitter=0.2)
@@ -226,14 +219,7 @@ class PeerLink:
         level = logging.WARNING
         sent_at = time.monotonic()
         try:
-            note = await probe(
-                self.address,
-                self._config,
-                timeout=self._connect_timeout,
-                ssl_context=self._ssl_context,
-                expect_peer_id=self.peer_id,
-                schemes=self._schemes,
-            )
+            note = await probe(self.address, self._config, **self._reach())
         except HandshakeError as exc:
             if not isinstance(exc, HandshakeTimeoutError):
                 self._answered = True
@@ -297,7 +283,8 @@ class PeerLink:
             self.counters.reconnects += 1
         logger.info("peer %d up (epoch %d) via %s", self.peer_id, epoch, self.address)
         self._events.put_control(PeerUp(self.peer_id, epoch))
-        pump = asyncio.get_running_loop().create_task(self._receive(channel))
+        pump = asyncio.get_running_loop().create_task(
+            pump_frames(channel, self._events, self.counters, self.peer_id))
         self._pump = pump
         raw = channel.channel
         if isinstance(raw, BufferedChannel):
@@ -306,38 +293,12 @@ class PeerLink:
         try:
             await asyncio.wait((pump,))
         finally:
-            reason = _outcome(pump)
+            reason = pump_outcome(pump)
             if self._channel is channel:
                 self._detach(channel, reason)
             with anyio.CancelScope(shield=True):
                 await channel.aclose()
         return True
-
-    async def _receive(self, stream: LinkStream) -> str:
-        channel = stream.channel
-        events = self._events
-        counters = self.counters
-        peer_id = self.peer_id
-        epoch = stream.extra(LinkAttribute.epoch)
-        try:
-            while True:
-                try:
-                    data = channel.receive_nowait()
-                except anyio.WouldBlock:
-                    await channel.wait_receive_ready()
-                    continue
-                counters.frames_received += 1
-                event = Frame(peer_id, epoch, data)
-                if not events.put_frame_nowait(event):
-                    await events.wait_space()
-                    if not events.put_frame_nowait(event):
-                        return "mesh closed"
-        except anyio.EndOfStream:
-            return "closed by peer"
-        except anyio.ClosedResourceError:
-            return "closed locally"
-        except anyio.BrokenResourceError:
-            return channel.close_reason or "link failed"
 
     def _forward(self, stream: LinkStream, channel: BufferedChannel) -> None:
         """Frames just queued on the current connection go to the events at once; the
@@ -392,16 +353,3 @@ class PeerLink:
         if channel is not None:
             await channel.aclose()
 
-
-def _outcome(pump: asyncio.Task[str]) -> str:
-    """Why a connection's pump ended (cancelling it if it still runs)."""
-    if not pump.done():
-        pump.cancel()
-        return "link closed"
-    if pump.cancelled():
-        return "link closed"
-    error = pump.exception()
-    if error is not None:
-        logger.error("receiving from a peer failed", exc_info=error)
-        return f"internal error: {error!r}"
-    return pump.result()
