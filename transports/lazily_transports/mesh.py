@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 import ssl
-import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 
 import anyio
 
-from ._core._admission import AdmissionGate, LogLimiter
+from ._core._admission import AdmissionGate
 from ._core._authentication import CredentialLookup, PeerVetter
 from ._core._backoff import Backoff
+from ._core._incoming import IncomingLinks
 from ._core._peer_link import PeerLink
-from ._core._probe_notes import coming_note, dialing_note, refusal_note
 from ._core._refusal_log import RefusalLog
 from .abc import LinkAttribute, Listener
 from .config import LinkConfig
@@ -25,8 +23,6 @@ from .schemes import DEFAULT_SCHEMES, ChannelHandler, SchemeTable, listen
 from .streams import LinkStream
 
 __all__ = ["Mesh"]
-
-logger = logging.getLogger("lazily_transports.mesh")
 
 
 class Mesh:
@@ -94,7 +90,9 @@ class Mesh:
         self._vet = vet_peer
         self._probe_after = probe_after
         self._unreachable_after = unreachable_after
-        self._refusals = LogLimiter(burst=10)
+        self._incoming = IncomingLinks(config.peer_id, self._links, vet=vet_peer,
+                                       connect_timeout=connect_timeout,
+                                       running=lambda: self._running)
         #: Its listener's and links' refused handshakes: each reason said once.
         self._said = RefusalLog()
         self._listener: Listener | None = None
@@ -118,9 +116,9 @@ class Mesh:
                         self.config,
                         self._serve_accepted,
                         ssl_context=self._ssl_context,
-                        accept_peer=self._refusal,
-                        admit=self._admit,
-                        answer_probe=self._answer_probe,
+                        accept_peer=self._incoming.refusal,
+                        admit=self._incoming.admit,
+                        answer_probe=self._incoming.answer_probe,
                         schemes=self._schemes,
                         credentials=None if self._clients is None else self._clients[0],
                         refusals=self._said,
@@ -327,70 +325,6 @@ class Mesh:
         )
         self._links[peer_id] = link
         return link
-
-    def _refusal(self, peer_id: int) -> str | None:
-        """Why an incoming link announcing ``peer_id`` is refused before authentication."""
-        if not self._running:
-            reason = "this node is shutting down"
-        elif peer_id not in self._links:
-            reason = f"peer {peer_id} is not a member of this mesh"
-        else:
-            return None
-        self._log_refusal(reason)
-        return reason
-
-    def _log_refusal(self, reason: str) -> None:
-        if self._refusals.allow():
-            unlogged = self._refusals.take_suppressed()
-            more = f" ({unlogged} more refusals were not logged)" if unlogged else ""
-            logger.warning("refusing incoming link: %s%s", reason, more)
-
-    def _admit(self, peer_id: int, features: frozenset[str]) -> str | None:
-        """Why the authenticated ``peer_id`` may not dial us, or None."""
-        link = self._links.get(peer_id)
-        if link is None:
-            return f"peer {peer_id} is not a member of this mesh"
-        if not link.dials:
-            refusal = None if self._vet is None else self._vet(peer_id, features)
-            if refusal is not None:
-                link.counters.refused += 1
-                self._log_refusal(refusal)
-            return refusal
-        reason = (
-            f"peer {peer_id} must accept links from the lower id {self.config.peer_id}, not dial"
-        )
-        self._log_refusal(reason)
-        return reason
-
-    def _answer_probe(self, peer_id: int, features: frozenset[str]) -> str:
-        """What we tell a member that probed us: how we try to reach it."""
-        link = self._links.get(peer_id)
-        me = self.config.peer_id
-        if link is None:
-            return ""
-        if link.up and link.dials:
-            # It would not probe with our link up at its end: it restarted, or the link
-            # is half-open (a WebRTC channel notices a dead peer only after seconds),
-            # or it is another process than the one our link reaches, which
-            # ``vet_peer`` judges from the features it announced: refused, the link
-            # stays.
-            refusal = None if self._vet is None else self._vet(peer_id, features)
-            if refusal is not None:
-                link.counters.refused += 1
-                self._log_refusal(refusal)
-                return refusal_note(me, peer_id, refusal)
-            if time.monotonic() - link.up_since < self._connect_timeout:
-                return coming_note(me, peer_id, redialed=False)
-            link.drop(f"peer {peer_id} probed us: it has no link from us")
-            return coming_note(me, peer_id, redialed=True)
-        if link.up:
-            return f"node {me} has a link to node {peer_id} up"
-        if not link.dials:
-            return f"node {me} waits for node {peer_id} to dial"
-        if link.refused is not None:
-            return refusal_note(me, peer_id, link.refused)
-        return dialing_note(me, peer_id, link.address, link.trouble,
-                            time.monotonic() - link.failed_at)
 
     async def _serve_accepted(self, channel: LinkStream) -> None:
         if channel.extra(LinkAttribute.credential, None) is not None:
