@@ -14,9 +14,10 @@ operation durable on a majority of disks; ``"none"`` skips fsync (tests, caches)
 
 The node composes: consensus (:mod:`.raft`) replicating the queue state machine
 (:mod:`.replicated`), event routing to the cells' storages (:mod:`.routing`), leader
-maintenance (:mod:`.maintenance`), its cells (:mod:`.node_cells`) and its operations on
-the cluster: barrier, leader, membership changes and status (:mod:`.node_cluster`).
-This module holds its construction and lifecycle.
+maintenance (:mod:`.maintenance`), its cells (:mod:`.node_cells`), its operations on
+the cluster: barrier, leader, membership changes and status (:mod:`.node_cluster`), and
+the mesh it links to its peers by default (:mod:`.node_network`). This module holds its
+construction and lifecycle.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from lazily_transports import DEFAULT_CLIENT_MAX_FRAME_SIZE, TLSFiles
+from lazily_transports import TLSFiles
 
 from .cells.job import settle_background_acks
 from .cells.prefetch import return_taken
@@ -57,9 +58,9 @@ from .member_addresses import SavedAddresses
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS, check_max_objects
 from .node_cells import NodeCells
 from .node_cluster import NodeCluster
-from .node_settings import check_settings
-from .pending_caps import listener_count, pending_caps
-from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
+from .node_network import mesh_network
+from .node_settings import check_data_dir, check_settings
+from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
 from .raft.engine import EngineConfig
@@ -132,12 +133,8 @@ class Node(NodeCells, NodeCluster):
                        tick_interval=tick_interval, maintenance_interval=maintenance_interval,
                        topic_gc_interval=topic_gc_interval, disk_retry=disk_retry,
                        kinds={"engine": (engine, EngineConfig), "clients": (clients, ClientAccess),
-                              "context": (context, Context), "dedup": (dedup, DedupLimits)})
-        if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
-                or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
-            raise InvalidConfiguration(
-                f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
-                f"(bytes), not {shown(max_message_bytes)}")
+                              "context": (context, Context), "dedup": (dedup, DedupLimits)},
+                       max_message_bytes=max_message_bytes)
         self.max_message_bytes = max_message_bytes
         self.max_objects = check_max_objects(max_objects)
         self.max_subscribers = check_max_objects(max_subscribers, "max_subscribers")
@@ -166,21 +163,11 @@ class Node(NodeCells, NodeCluster):
         self.ctx = resolve_context(context)
         self._secret = secret.encode() if isinstance(secret, str) else secret
         self._allow_unauthenticated = allow_unauthenticated
+        check_data_dir(data_dir, durability)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if data_dir is None:
-            if durability == "fsync":
-                raise InvalidConfiguration(
-                    "data_dir is required with durability='fsync'; pass durability='none' for "
-                    "an ephemeral node whose data lives in a temporary directory"
-                )
-            self._tmp: tempfile.TemporaryDirectory[str] | None = tempfile.TemporaryDirectory(
-                prefix=f"lazily-node{self.node_id}-"
-            )
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"lazily-node{self.node_id}-")
             data_dir = self._tmp.name
-        else:
-            self._tmp = None
-            if not isinstance(data_dir, str | os.PathLike) or not os.fspath(data_dir):
-                raise InvalidConfiguration(f"data_dir must be a directory's path, not "
-                                           f"{shown(data_dir)}")
         self.data_dir = Path(data_dir)
         self._dir_lock = DirectoryLock(self.data_dir)
         self._network = network
@@ -297,38 +284,10 @@ class Node(NodeCells, NodeCluster):
         )
 
     def _default_network(self) -> RaftNetwork:
-        from .raft.mesh import MeshNetwork
-
-        if self.listen is None:
-            raise InvalidConfiguration(
-                f"node {self.node_id}: give `listen=` (its own address, e.g. "
-                "'unix:///run/q1.sock' or 'tcp://127.0.0.1:7001') or include it in `peers`"
-            )
-        journal = self._journal
-        meta = journal.meta if journal is not None else {}
-        return MeshNetwork(
-            self.node_id,
-            listen=self.listen,
-            peers=self.peers,
-            cluster=self.cluster,
-            secret=self._secret,
-            allow_unauthenticated=self._allow_unauthenticated,
-            **(self._links.mesh_options() if self._links is not None else {}),
-            incarnation=str(meta.get("incarnation", "")),
-            pins=meta.get("peer_incarnations") or {},
-            on_pin=None if journal is None else (
-                lambda pins: journal.set_meta("peer_incarnations", pins)),
-            retired=meta.get("retired_incarnations") or {},
-            on_retire=None if journal is None else (
-                lambda retired: journal.set_meta("retired_incarnations", retired)),
-            clients=None if self.clients is None else self.clients.on_listen_address(),
-            client_max_frame_size=(DEFAULT_CLIENT_MAX_FRAME_SIZE if self.clients is None
-                                   else self.clients.max_request_bytes),
-            pending=pending_caps(listener_count(
-                self.listen, None if self.clients is None else self.clients.access.listen),
-                report=True),
-            live_window=2 * self._engine_config.election_timeout_max,
-        )
+        return mesh_network(self, secret=self._secret,
+                            allow_unauthenticated=self._allow_unauthenticated,
+                            links=self._links, journal=self._journal,
+                            live_window=2 * self._engine_config.election_timeout_max)
 
     async def stop(self, *, hand_over: bool = True) -> None:
         """Stop the member. Every call waiting on it (an operation in flight, a pop, a

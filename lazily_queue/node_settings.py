@@ -3,11 +3,13 @@ raises at construction naming the setting, before anything starts."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from .core.numbers import FOREVER, is_finite
 from .errors import InvalidConfiguration, shown
+from .raft.batch import MAX_MESSAGE_BYTES_LIMIT
 
 
 def check_seconds(value: Any, name: str, *, optional: bool = False) -> None:
@@ -23,7 +25,7 @@ def check_seconds(value: Any, name: str, *, optional: bool = False) -> None:
 
 def check_settings(*, cluster: Any, peers: Any, op_timeout: Any, tick_interval: Any,
                    maintenance_interval: Any, topic_gc_interval: Any, disk_retry: Any,
-                   kinds: Mapping[str, tuple[Any, type]]) -> None:
+                   kinds: Mapping[str, tuple[Any, type]], max_message_bytes: Any) -> None:
     """Raise for the first wrong setting; ``kinds``: name -> (value, the class it must be
     an instance of when given)."""
     if not isinstance(cluster, str) or not cluster:
@@ -39,3 +41,22 @@ def check_settings(*, cluster: Any, peers: Any, op_timeout: Any, tick_interval: 
         if value is not None and not isinstance(value, kind):
             raise InvalidConfiguration(
                 f"{name} must be a {kind.__name__} or None, not {shown(value)}")
+    if isinstance(max_message_bytes, bool) or not isinstance(max_message_bytes, int) \
+            or not 1024 <= max_message_bytes <= MAX_MESSAGE_BYTES_LIMIT:
+        raise InvalidConfiguration(
+            f"max_message_bytes must be an int from 1024 to {MAX_MESSAGE_BYTES_LIMIT} "
+            f"(bytes), not {shown(max_message_bytes)}")
+
+
+def check_data_dir(data_dir: Any, durability: str) -> None:
+    """``data_dir`` is a directory's path, or None (a temporary directory) with
+    ``durability='none'``."""
+    if data_dir is None:
+        if durability == "fsync":
+            raise InvalidConfiguration(
+                "data_dir is required with durability='fsync'; pass durability='none' for "
+                "an ephemeral node whose data lives in a temporary directory"
+            )
+    elif not isinstance(data_dir, str | os.PathLike) or not os.fspath(data_dir):
+        raise InvalidConfiguration(f"data_dir must be a directory's path, not "
+                                   f"{shown(data_dir)}")
