@@ -246,18 +246,20 @@ class Mesh:
         ``anyio.WouldBlock`` when the peer's send buffer is full, ``UnknownPeerError``
         for an id outside the mesh and ``FrameTooLargeError`` above the frame ceiling.
         """
-        link = self._links.get(peer_id)
-        if link is None:
-            raise UnknownPeerError(peer_id)
+        try:
+            link = self._links[peer_id]
+        except KeyError:  # a subscript: the cheapest lookup of the hot path
+            raise UnknownPeerError(peer_id) from None
         return link.send_nowait(frame)
 
     def send_held(self, peer_id: int, frame: bytes) -> bool:
         """``send_nowait``, except that the frame waits for :meth:`flush` (the caller's to
         call before it yields to the loop) rather than being written later in this loop
         iteration: frames sent together leave without a callback of their own."""
-        link = self._links.get(peer_id)
-        if link is None:
-            raise UnknownPeerError(peer_id)
+        try:
+            link = self._links[peer_id]
+        except KeyError:  # a subscript: the cheapest lookup of the hot path
+            raise UnknownPeerError(peer_id) from None
         return link.send_nowait(frame, True)
 
     def send_ready(self, peer_id: int) -> bool:
