@@ -5,6 +5,7 @@ step, none for the answer)."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -53,3 +54,25 @@ async def test_a_lone_request_leaves_at_once_and_those_made_behind_it_together()
             await asyncio.gather(first, second, third)
             assert link.outbox.frames == frames + 2  # the two in one frame
             assert node.view.queue("q").len() == 4
+
+
+async def test_a_clients_answers_are_dispatched_in_the_callback_that_read_them() -> None:
+    async with one_member() as node:
+        assert node.listen is not None
+        async with connect([node.listen], ("web", TOKEN), op_timeout=5) as client:
+            queue = client.queue("q")
+            await queue.push("linked")
+            link = client._link
+            assert link is not None
+            tasks: list[asyncio.Task[Any] | None] = []
+            frame = link._frame
+
+            def recorded(data: bytes) -> None:
+                tasks.append(asyncio.current_task())
+                frame(data)
+
+            link._frame = recorded  # type: ignore[method-assign]
+            for n in range(5):
+                await queue.push(n)
+            assert len(tasks) >= 5
+            assert tasks.count(None) == len(tasks)  # none by the reader task
