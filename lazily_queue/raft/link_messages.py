@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .features import TRANSFER_FEATURE
+from .features import GOODBYE_FEATURE, TRANSFER_FEATURE
 from .goodbye import GOODBYE, Goodbyes
 from .link_identity import KEEPALIVE
 from .transfer_notice import TransferNotices, notice
@@ -66,10 +66,13 @@ class LinkMessages:
 
     def say_goodbye(self) -> list[str]:
         """Tell every peer that announced the goodbye feature that this member is
-        stopping, once; the peers told (none when it said so already)."""
+        stopping, once; the peers told (none when it said so already, or when this member
+        did not announce the feature: its peers would refuse the frame)."""
         if self.goodbyes.sent:
             return []
         self.goodbyes.sent = True
+        if GOODBYE_FEATURE not in self.announced:
+            return []
         return self._tell(self.goodbyes.capable, GOODBYE)
 
     def tell_transfer(self, term: int, target: str) -> list[str]:

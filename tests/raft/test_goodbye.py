@@ -87,6 +87,23 @@ async def test_only_peers_announcing_the_feature_are_told(nodes: dict[int, Node]
     assert nodes[3].driver.bad_frames == 0
 
 
+async def test_a_member_that_did_not_announce_the_feature_says_no_goodbye(
+    nodes: dict[int, Node],
+) -> None:
+    sent: list[tuple[int, bytes]] = []
+    links = _network(nodes[3]).mesh
+    send = links.send_nowait
+
+    def spy(peer: int, frame: bytes) -> bool:
+        sent.append((peer, frame))
+        return bool(send(peer, frame))
+
+    links.send_nowait = spy
+    await nodes[3].stop()  # its peers would refuse one: it did not announce the feature
+    assert [peer for peer, frame in sent if frame == GOODBYE] == []
+    assert nodes[1].driver.bad_frames == nodes[2].driver.bad_frames == 0
+
+
 @pytest.mark.parametrize("case", ["unannounced", "malformed"])
 async def test_a_goodbye_out_of_place_is_a_bad_frame(nodes: dict[int, Node], case: str,
                                                      caplog: pytest.LogCaptureFixture) -> None:
