@@ -4,7 +4,8 @@ Lines go to the ``lazily_queue.state`` logger with a structured ``event`` (and t
 fields named below) in the record, which the JSON log format (``lazily-queue node
 --log-format json``) writes out as keys:
 
-* ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``term``;
+* ``leader_elected`` (INFO, ``leader``, ``term``) and ``leader_lost`` (WARNING, ``leader``:
+  the member that led, ``term``, and ``target`` for a handover;
   INFO when the leader's link ended: its ``member_lost`` line warns, with the cause;
   INFO ``no leader (node N is handing leadership to node M; term T)`` when the leader
   said it started a leadership transfer, :func:`~.link_trouble.handing_over`, and a
@@ -98,23 +99,7 @@ class StateLog(StepObserver):
             self._say(logging.INFO, "leader_elected", f"leader elected: {who} leads term "
                       f"{now['term']}", leader=now["leader"], term=now["term"])
         elif now["leader"] is None and last["leader"] is not None:
-            gone = last["leader"]
-            if said_stopping(self.node, gone):
-                who = "this node is stopping" if gone == me else f"node {gone} stopped"
-                self._say(logging.INFO, "leader_lost", f"no leader ({who}; term "
-                          f"{now['term']})", term=now["term"])
-            elif gone != me and gone not in now["linked"]:  # member_lost warns, with why
-                self._say(logging.INFO, "leader_lost", f"no leader (node {gone} no longer "
-                          f"leads: its link ended; term {now['term']})", term=now["term"])
-            elif (target := handing_over(self.node, gone, last["term"])) is not None:
-                giver = "this node is" if gone == me else f"node {gone} is"
-                taker = "this node" if target == me else f"node {target}"
-                self._say(logging.INFO, "leader_lost", f"no leader ({giver} handing "
-                          f"leadership to {taker}; term {now['term']})", term=now["term"])
-                self._handover = (gone, target, moment + handover_window(self.node))
-            else:
-                self._say(logging.WARNING, "leader_lost", f"no leader (node {gone} no "
-                          f"longer leads; term {now['term']})", term=now["term"])
+            self._leader_lost(last["leader"], last["term"], now, moment)
         if now["members"] != last["members"]:
             self._say(logging.INFO, "members_changed",
                       f"members now {', '.join(now['members'])}", members=now["members"])
@@ -147,6 +132,24 @@ class StateLog(StepObserver):
         self._say(logging.WARNING, "member_lost", f"member {member} lost: {reason}",
                   member=member, reason=reason)
 
+    def _leader_lost(self, gone: str, led: int, now: dict[str, Any], moment: float) -> None:
+        """Node ``gone``, leader of term ``led``, leads no longer and no leader is known."""
+        me, term = self.node.node_id, now["term"]
+        level, fields = logging.INFO, {"leader": gone, "term": term}
+        if said_stopping(self.node, gone):
+            why = "this node is stopping" if gone == me else f"node {gone} stopped"
+        elif gone != me and gone not in now["linked"]:  # member_lost warns, with why
+            why = f"node {gone} no longer leads: its link ended"
+        elif (target := handing_over(self.node, gone, led)) is not None:
+            giver = "this node is" if gone == me else f"node {gone} is"
+            taker = "this node" if target == me else f"node {target}"
+            why = f"{giver} handing leadership to {taker}"
+            fields["target"] = target
+            self._handover = (gone, target, moment + handover_window(self.node))
+        else:
+            level, why = logging.WARNING, f"node {gone} no longer leads"
+        self._say(level, "leader_lost", f"no leader ({why}; term {term})", **fields)
+
     def _report_late_handover(self, leader: str | None, term: int) -> None:
         """A handover announced with the leader's loss is late: warn if still no leader."""
         if self._handover is None:
@@ -157,7 +160,8 @@ class StateLog(StepObserver):
             giver = "this node's" if gone == me else f"node {gone}'s"
             taker = "this node" if target == me else f"node {target}"
             self._say(logging.WARNING, "leader_lost", f"no leader ({giver} handover to "
-                      f"{taker} did not finish; term {term})", term=term)
+                      f"{taker} did not finish; term {term})", leader=gone, target=target,
+                      term=term)
 
     def _report_unsettled(self, moment: float, linked: set[str],
                            members: Collection[str]) -> None:

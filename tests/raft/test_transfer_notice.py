@@ -70,6 +70,9 @@ async def test_a_manual_transfer_is_logged_at_info_by_every_member(
             ("INFO", f"node {old}: no leader (this node is handing leadership to node "
                      f"{target}; term {term})"),
             ("INFO", f"node {old}: leader elected: node {target} leads term {term}")]
+        lost = [(r.leader, r.target, r.term) for r in caplog.records  # type: ignore[attr-defined]
+                if getattr(r, "event", None) == "leader_lost"]
+        assert lost == [(old, target, term)] * 3  # the JSON log's fields
 
 
 @pytest.fixture
