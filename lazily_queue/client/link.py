@@ -234,7 +234,7 @@ class Link:
         """Frames the link just queued are dispatched now, in the callback that read them;
         the reader still meets the link's end and its errors."""
         channel = self.stream.channel
-        while not self.ended and (data := channel.receive_queued()) is not None:
+        while self.open and (data := channel.receive_queued()) is not None:
             self.heard = asyncio.get_running_loop().time()
             try:
                 self._frame(data)
