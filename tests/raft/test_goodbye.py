@@ -4,9 +4,8 @@ malformed one, is refused as a bad frame; a goodbye changes no Raft state."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,33 +19,14 @@ from lazily_queue.raft.goodbye import GOODBYE, Goodbyes
 from lazily_queue.state_log import StateLog
 from lazily_queue.status import STOPPED, node_status
 from lazily_queue.testing import Cluster
-
-
-async def _until(predicate: Callable[[], object], what: str) -> None:
-    async with asyncio.timeout(15):
-        while not predicate():  # noqa: ASYNC110 - polls the nodes' state
-            await asyncio.sleep(0.02)
+from tests.raft.optional_links import three_nodes, until
 
 
 @pytest.fixture
 async def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[dict[int, Node]]:
     """Three linked members; node 3 runs a version without the goodbye feature."""
-    peers = {i: f"unix://{tmp_path}/n{i}.sock" for i in (1, 2, 3)}
-    made = {i: Node(i, data_dir=tmp_path / str(i), peers=peers, secret=b"s",
-                    durability="none") for i in (1, 2, 3)}
-    try:
-        for i, node in made.items():
-            if i == 3:
-                monkeypatch.setattr(mesh, "OPTIONAL_FEATURES", frozenset())
-            await node.start()
-            monkeypatch.undo()
-        await made[1].wait_for_leader(timeout=10)
-        await _until(lambda: all(len(n.status()["connected"]) >= 2 for n in made.values()),
-                     "every link up")
+    async with three_nodes(tmp_path, monkeypatch) as made:
         yield made
-    finally:
-        for node in made.values():
-            await node.stop(hand_over=False)
 
 
 def _stop_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
@@ -63,26 +43,33 @@ async def _node_1_leads(nodes: dict[int, Node]) -> None:
     leader = next(n for n in nodes.values() if n.is_leader)
     if leader is not nodes[1]:
         await leader.transfer_leadership(1)
-    await _until(lambda: nodes[1].is_leader and all(
+    await until(lambda: nodes[1].is_leader and all(
         n.leader_id == "1" for n in nodes.values()), "node 1 leads")
 
 
-async def test_only_peers_announcing_the_feature_are_told(nodes: dict[int, Node]) -> None:
-    sent: list[tuple[int, bytes]] = []
-    links = _network(nodes[1]).mesh
+def _goodbyes_sent(node: Node) -> list[int]:
+    """The peers ``node`` sends a goodbye to from now on (the list fills as it sends)."""
+    sent: list[int] = []
+    links = _network(node).mesh
     send = links.send_nowait
 
     def spy(peer: int, frame: bytes) -> bool:
-        sent.append((peer, frame))
+        if frame == GOODBYE:
+            sent.append(peer)
         return bool(send(peer, frame))
 
     links.send_nowait = spy
+    return sent
+
+
+async def test_only_peers_announcing_the_feature_are_told(nodes: dict[int, Node]) -> None:
+    sent = _goodbyes_sent(nodes[1])
     assert _network(nodes[1]).goodbyes.capable == {"2"}
     assert _network(nodes[2]).goodbyes.capable == {"1"}
     assert _network(nodes[3]).goodbyes.capable == {"1", "2"}
     await nodes[1].stop()
-    assert [peer for peer, frame in sent if frame == GOODBYE] == [2]
-    await _until(lambda: "1" in _network(nodes[2]).goodbyes.said, "node 2 told")
+    assert sent == [2]
+    await until(lambda: "1" in _network(nodes[2]).goodbyes.said, "node 2 told")
     assert _network(nodes[3]).goodbyes.said == set()
     assert nodes[3].driver.bad_frames == 0
 
@@ -90,17 +77,9 @@ async def test_only_peers_announcing_the_feature_are_told(nodes: dict[int, Node]
 async def test_a_member_that_did_not_announce_the_feature_says_no_goodbye(
     nodes: dict[int, Node],
 ) -> None:
-    sent: list[tuple[int, bytes]] = []
-    links = _network(nodes[3]).mesh
-    send = links.send_nowait
-
-    def spy(peer: int, frame: bytes) -> bool:
-        sent.append((peer, frame))
-        return bool(send(peer, frame))
-
-    links.send_nowait = spy
+    sent = _goodbyes_sent(nodes[3])
     await nodes[3].stop()  # its peers would refuse one: it did not announce the feature
-    assert [peer for peer, frame in sent if frame == GOODBYE] == []
+    assert sent == []
     assert nodes[1].driver.bad_frames == nodes[2].driver.bad_frames == 0
 
 
@@ -114,8 +93,8 @@ async def test_a_goodbye_out_of_place_is_a_bad_frame(nodes: dict[int, Node], cas
     term, leader = receiver.driver.replica.engine.term, receiver.leader_id
     epoch = _network(receiver).mesh.epoch(sender)
     assert _network(nodes[sender]).mesh.send_nowait(1, frame)
-    await _until(lambda: receiver.driver.bad_frames == 1, "the frame refused")
-    await _until(lambda: _network(receiver).mesh.epoch(sender) > epoch, "the link redialed")
+    await until(lambda: receiver.driver.bad_frames == 1, "the frame refused")
+    await until(lambda: _network(receiver).mesh.epoch(sender) > epoch, "the link redialed")
     assert _network(receiver).goodbyes.said == set()
     assert "malformed Raft frame" in caplog.text and "Traceback" not in caplog.text
     assert (receiver.driver.replica.engine.term, receiver.leader_id) == (term, leader)
@@ -128,7 +107,7 @@ async def test_a_goodbye_changes_no_raft_state(nodes: dict[int, Node]) -> None:
     engine = leader.driver.replica.engine
     term = engine.term
     assert _network(nodes[sender]).say_goodbye() == [str(receiver)]
-    await _until(lambda: str(sender) in _network(nodes[receiver]).goodbyes.said, "the goodbye")
+    await until(lambda: str(sender) in _network(nodes[receiver]).goodbyes.said, "the goodbye")
     await leader.queue("q").push("after")  # the leader still leads, with its followers
     assert leader.is_leader and engine.term == term
     assert all(node.driver.bad_frames == 0 for node in nodes.values())
@@ -148,7 +127,7 @@ async def test_a_leader_that_said_so_is_an_info_line(
 
     monkeypatch.setattr("lazily_queue.node.hand_over_leadership", kept)
     await nodes[1].stop()
-    await _until(lambda: nodes[2].leader_id not in (None, "1"), "a new leader")
+    await until(lambda: nodes[2].leader_id not in (None, "1"), "a new leader")
 
     def lost(node: int) -> list[tuple[str, str]]:
         return [(r.levelname, r.getMessage()) for r in caplog.records
@@ -156,7 +135,7 @@ async def test_a_leader_that_said_so_is_an_info_line(
                                               f"node {node}: member 1 stopped"))]
 
     # Reported once not back within the settling time (the logs started just now).
-    await _until(lambda: lost(2) and lost(3), "the members' losses reported")
+    await until(lambda: lost(2) and lost(3), "the members' losses reported")
     assert lost(2) == [("INFO", "node 2: member 1 stopped (it said so before closing its "
                                 "links)")]
     lines = [(r.levelname, r.getMessage()) for r in caplog.records
@@ -229,7 +208,7 @@ async def test_the_status_names_a_member_that_stopped_cleanly(nodes: dict[int, N
     await _node_1_leads(nodes)
     await nodes[2].stop()
     await nodes[3].stop()
-    await _until(lambda: not nodes[1].status()["connected"], "both links down")
+    await until(lambda: not nodes[1].status()["connected"], "both links down")
     status = node_status(nodes[1])
     problems = {m["id"]: m["link_problem"] for m in status["members"]}
     assert problems["2"] == STOPPED

@@ -5,25 +5,19 @@ of place is a bad frame; a notice changes no Raft state."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lazily_queue.node import Node
-from lazily_queue.raft import mesh
 from lazily_queue.raft.transfer_notice import TRANSFER, notice, read_notice
 from lazily_queue.state_log import StateLog
 from lazily_queue.testing import Cluster
-
-
-async def _until(predicate: Callable[[], object], what: str) -> None:
-    async with asyncio.timeout(15):
-        while not predicate():  # noqa: ASYNC110 - polls the nodes' state
-            await asyncio.sleep(0.02)
+from tests.raft.optional_links import three_nodes, until
 
 
 def _network(node: Node) -> Any:
@@ -37,13 +31,20 @@ def _state_lines(caplog: pytest.LogCaptureFixture, node: str) -> list[tuple[str,
             if r.name == "lazily_queue.state" and r.getMessage().startswith(f"node {node}:")]
 
 
-async def test_a_manual_transfer_is_logged_at_info_by_every_member(
-        caplog: pytest.LogCaptureFixture) -> None:
+@asynccontextmanager
+async def _led(caplog: pytest.LogCaptureFixture) -> AsyncIterator[tuple[Cluster, Node]]:
+    """A 3-member in-process cluster, settled, and its leader; state lines captured."""
     caplog.set_level(logging.INFO, "lazily_queue.state")
     async with Cluster(3) as cluster:
         leader = await cluster.wait_for_leader()
         await cluster.settle()
-        await _until(lambda: all(n.leader_id == leader.node_id for n in cluster.running),
+        yield cluster, leader
+
+
+async def test_a_manual_transfer_is_logged_at_info_by_every_member(
+        caplog: pytest.LogCaptureFixture) -> None:
+    async with _led(caplog) as (cluster, leader):
+        await until(lambda: all(n.leader_id == leader.node_id for n in cluster.running),
                      "every member knows the leader")
         target, other = sorted(n.node_id for n in cluster.running if n is not leader)
         logs = [StateLog(node) for node in cluster.running]
@@ -51,7 +52,7 @@ async def test_a_manual_transfer_is_logged_at_info_by_every_member(
             log.start()
         caplog.clear()
         assert await leader.transfer_leadership(target) == target
-        await _until(lambda: all(any("leader elected" in message for _, message in
+        await until(lambda: all(any("leader elected" in message for _, message in
                                      _state_lines(caplog, n.node_id)) for n in cluster.running),
                      "every member logged the new leader")
         for log in logs:
@@ -78,29 +79,15 @@ async def test_a_manual_transfer_is_logged_at_info_by_every_member(
 @pytest.fixture
 async def nodes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[dict[int, Node]]:
     """Three linked members; node 3 runs a version without the optional link features."""
-    peers = {i: f"unix://{tmp_path}/n{i}.sock" for i in (1, 2, 3)}
-    made = {i: Node(i, data_dir=tmp_path / str(i), peers=peers, secret=b"s",
-                    durability="none") for i in (1, 2, 3)}
-    try:
-        for i, node in made.items():
-            if i == 3:
-                monkeypatch.setattr(mesh, "OPTIONAL_FEATURES", frozenset())
-            await node.start()
-            monkeypatch.undo()
-        await made[1].wait_for_leader(timeout=10)
-        await _until(lambda: all(len(n.status()["connected"]) >= 2 for n in made.values()),
-                     "every link up")
+    async with three_nodes(tmp_path, monkeypatch) as made:
         yield made
-    finally:
-        for node in made.values():
-            await node.stop(hand_over=False)
 
 
 async def _lead(nodes: dict[int, Node], new: int) -> None:
     leader = next(n for n in nodes.values() if n.is_leader)
     if leader is not nodes[new]:
         await leader.transfer_leadership(new)
-    await _until(lambda: nodes[new].is_leader and all(
+    await until(lambda: nodes[new].is_leader and all(
         n.leader_id == str(new) for n in nodes.values()), f"node {new} leads")
 
 
@@ -148,8 +135,8 @@ async def test_a_notice_out_of_place_is_a_bad_frame(nodes: dict[int, Node], case
     assert frame is not None
     epoch, heard = _network(receiver).mesh.epoch(sender), dict(_network(receiver).transfers.heard)
     assert _network(nodes[sender]).mesh.send_nowait(1, frame)
-    await _until(lambda: receiver.driver.bad_frames == 1, "the frame refused")
-    await _until(lambda: _network(receiver).mesh.epoch(sender) > epoch, "the link redialed")
+    await until(lambda: receiver.driver.bad_frames == 1, "the frame refused")
+    await until(lambda: _network(receiver).mesh.epoch(sender) > epoch, "the link redialed")
     assert _network(receiver).transfers.heard == heard  # what node 2 said leading, if it led
     assert "malformed Raft frame" in caplog.text and "Traceback" not in caplog.text
     assert (engine.term, receiver.leader_id) == (term, leader)
@@ -163,7 +150,7 @@ async def test_a_malformed_notice_is_a_bad_frame_in_process(
         follower = next(n for n in cluster.running if n is not leader)
         term = leader.driver.replica.engine.term
         _network(follower).send(leader.node_id, TRANSFER + f"{term}:".encode())
-        await _until(lambda: leader.driver.bad_frames == 1, "the frame refused")
+        await until(lambda: leader.driver.bad_frames == 1, "the frame refused")
         assert _network(leader).transfers.heard == {}
         assert "malformed Raft frame" in caplog.text and "Traceback" not in caplog.text
         assert leader.is_leader and leader.driver.replica.engine.term == term
@@ -178,7 +165,7 @@ async def test_a_notice_changes_no_raft_state() -> None:
         follower, other = sorted(n.node_id for n in cluster.running if n is not leader)
         # Said with no transfer behind it: the peers take it, and nothing else changes.
         assert _network(leader).tell_transfer(term, follower) == [follower, other]
-        await _until(lambda: all(leader.node_id in _network(n).transfers.heard
+        await until(lambda: all(leader.node_id in _network(n).transfers.heard
                                  for n in cluster.running if n is not leader), "the notice")
         await leader.queue("q").push("after")  # the leader still leads, with its followers
         assert leader.is_leader and engine.term == term
@@ -208,10 +195,7 @@ def test_a_notice_is_read_only_when_well_formed(frame: bytes,
 
 async def test_a_handover_that_does_not_finish_still_warns(
         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, "lazily_queue.state")
-    async with Cluster(3) as cluster:
-        leader = await cluster.wait_for_leader()
-        await cluster.settle()
+    async with _led(caplog) as (cluster, leader):
         me = leader.node_id
         others = sorted(n.node_id for n in cluster.running if n is not leader)
         log = StateLog(leader)
@@ -225,7 +209,7 @@ async def test_a_handover_that_does_not_finish_still_warns(
         def leaderless() -> list[tuple[str, str]]:
             return [line for line in _state_lines(caplog, me) if "no leader" in line[1]]
 
-        await _until(lambda: len(leaderless()) >= 2, "the handover late")
+        await until(lambda: len(leaderless()) >= 2, "the handover late")
         await log.stop()
         cluster.heal()
         assert leaderless() == [
