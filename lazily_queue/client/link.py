@@ -115,19 +115,15 @@ class Link:
         return rid
 
     def _queue(self, data: bytes) -> None:
-        """Requests made in one loop iteration leave together, in order; one made while no
-        other awaits its answer leaves at once (those made after it in this iteration
-        leave together in the next)."""
+        """Requests made in one loop iteration leave together, in order (the ops of a
+        batch call are one proposal, and readers see them change once)."""
         if self._batch and self._batch_bytes + len(data) > BATCH_BYTES:
             self._flush()  # a member reads a batch up to about 1 MiB, a lone op up to its limit
-        alone = not self._batch and len(self._waiting) <= 1
-        if not self._batch and not alone:
+        if not self._batch:
             asyncio.get_running_loop().call_soon(self._flush)
         self.last_frame = self.outbox.frames  # the batch's number once it leaves
         self._batch.append(data)
         self._batch_bytes += len(data)
-        if alone:
-            self._flush()
 
     def _flush(self) -> None:
         if self._batch:

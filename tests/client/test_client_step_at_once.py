@@ -38,7 +38,7 @@ async def test_a_lone_clients_push_is_applied_and_answered_in_the_task_that_read
         assert stepped.count(True) >= 20
 
 
-async def test_a_lone_request_leaves_at_once_and_those_made_behind_it_together() -> None:
+async def test_an_op_is_numbered_with_the_frame_it_goes_out_in() -> None:
     async with one_member() as node:
         assert node.listen is not None
         async with connect([node.listen], ("web", TOKEN), op_timeout=5) as client:
@@ -46,14 +46,13 @@ async def test_a_lone_request_leaves_at_once_and_those_made_behind_it_together()
             link, session = client._link, client.session
             assert link is not None
             frames = link.outbox.frames
-            _, first = session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=5)
-            assert link.outbox.frames == frames + 1  # nothing else awaited: it left
-            _, second = session.propose(ops.QUEUE_PUSH, ["q", 2], timeout=5)
-            _, third = session.propose(ops.QUEUE_PUSH, ["q", 3], timeout=5)
-            assert link.outbox.frames == frames + 1  # behind the first: not yet
-            await asyncio.gather(first, second, third)
-            assert link.outbox.frames == frames + 2  # the two in one frame
-            assert node.view.queue("q").len() == 4
+            first, done_first = session.propose(ops.QUEUE_PUSH, ["q", 1], timeout=5)
+            second, done_second = session.propose(ops.QUEUE_PUSH, ["q", 2], timeout=5)
+            assert first.frame == second.frame == frames  # one batch, not yet sent
+            assert link.holds(first.frame)
+            await asyncio.gather(done_first, done_second)
+            assert link.outbox.frames == frames + 1 and not link.holds(first.frame)
+            assert node.view.queue("q").len() == 3
 
 
 async def test_a_clients_answers_are_dispatched_in_the_callback_that_read_them() -> None:

@@ -418,8 +418,8 @@ MUTATIONS = [
         "a data directory stamped by the version before a feature's bump loads"),
     Mutation(
         "planned-transfer-warns", "lazily_queue/state_log.py",
-        "            elif (target := handing_over(self.node, gone, last[\"term\"])) is not None:",
-        "            elif False and (target := handing_over(self.node, gone, last[\"term\"])):",
+        "        elif (target := handing_over(self.node, gone, led)) is not None:",
+        "        elif False and (target := handing_over(self.node, gone, led)):",
         ("tests/raft/test_transfer_notice.py::"
          "test_a_manual_transfer_is_logged_at_info_by_every_member",),
         "a planned leadership transfer is logged at INFO, naming the target, by every member"),
