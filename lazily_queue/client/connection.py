@@ -154,6 +154,10 @@ class ClientConnection:
         self._flush()
         self._write([frame], paced=True)
 
+    def flush(self) -> None:
+        """Send the frames queued in this iteration now (a batch when several)."""
+        self._flush()
+
     def _flush(self) -> None:
         frames, self._pending = self._pending, []
         if frames:

@@ -194,6 +194,8 @@ class Link:
         loop = asyncio.get_running_loop()
         self.heard = loop.time()
         self._reader = asyncio.ensure_future(self._read())
+        channel = self.stream.channel
+        channel.set_receive_hook(self._take_queued)  # else the reader takes every frame
         try:
             while not self._reader.done():
                 await asyncio.wait({self._reader}, timeout=ping_interval)
@@ -204,6 +206,7 @@ class Link:
                 elif quiet >= ping_interval and self.open:
                     self.request([P.PING], lambda _answer: None)
         finally:
+            channel.set_receive_hook(None)
             self.close(self.failure or "link closed")
             self.ended = True
             self.settled.set()
@@ -221,8 +224,24 @@ class Link:
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.failure = self.failure or "the member closed the link"
         except Exception as exc:  # a frame the client cannot use: this member is unusable
-            log.warning("dropping the link to %s: %s", self.address, exc, exc_info=True)
-            self.failure = self.failure or f"unusable frame from the member: {exc}"
+            self._unusable(exc)
+
+    def _take_queued(self) -> None:
+        """Frames the link just queued are dispatched now, in the callback that read them;
+        the reader still meets the link's end and its errors."""
+        channel = self.stream.channel
+        while self.open and (data := channel.receive_queued()) is not None:
+            self.heard = asyncio.get_running_loop().time()
+            try:
+                self._frame(data)
+            except Exception as exc:  # a frame the client cannot use: as the reader would
+                self._unusable(exc)
+                self.close(self.failure or "unusable frame")  # which ends the reader
+                return
+
+    def _unusable(self, exc: Exception) -> None:
+        log.warning("dropping the link to %s: %s", self.address, exc, exc_info=True)
+        self.failure = self.failure or f"unusable frame from the member: {exc}"
 
     def _frame(self, data: bytes) -> None:
         frame = P.decode(data, max_bytes=MAX_FRAME_BYTES)

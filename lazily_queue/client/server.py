@@ -236,6 +236,8 @@ class ClientServer:
                     elif len(conn.ops) >= GROUP_OPS:
                         self._flush_ops(conn)
                 self._flush_ops(conn)
+                if self.node.driver.step_if_idle():
+                    conn.flush()  # the answers of what that step applied leave now
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
         finally:

@@ -209,6 +209,23 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         return ((not self._scheduled or not self._input) and not self._stepping
                 and self.pipeline.idle and self._inline() and not self._others_ready())
 
+    def step_if_idle(self) -> bool:
+        """Run the step :meth:`wake` scheduled now, when nothing else ready to run in this
+        iteration could propose before it would have run (see :meth:`_idle`): what a
+        callback of its own proposed (a client's requests just read) is then applied,
+        and answered, before that callback returns, as :meth:`propose` does with
+        ``step_now``. True when it stepped."""
+        if not (self._input and self._scheduled and not self._stepping and not self._publishing
+                and self._running and self.pipeline.idle and self._inline()
+                and not self._others_ready()):
+            return False
+        try:
+            self._step()
+        except Exception:
+            self.step_errors += 1
+            log.exception("node %s: step failed", self.replica.node_id)
+        return True
+
     def _others_ready(self) -> bool:
         """Whether a callback other than a scheduled step or commit publication (neither
         proposes) is ready to run; True when the loop does not show them."""

@@ -33,6 +33,9 @@ class _Stream:
     def flush(self) -> None:
         self.calls.append(("flushed", None))
 
+    def set_receive_hook(self, hook: Any) -> bool:
+        return False  # frames are read by the link's reader
+
     async def aclose(self) -> None:
         self.calls.append(("closed", None))
 

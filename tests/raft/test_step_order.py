@@ -72,3 +72,25 @@ async def test_what_the_resumed_caller_proposes_joins_that_step(node: Node) -> N
     await _until(lambda: bool(proposed) and proposed[0].done())
     assert driver.steps == steps + 1  # one step for the frame and the new push
     assert node.queue("q").storage.elements()[-2:] == ["a", "b"]  # type: ignore[attr-defined]
+
+
+async def test_a_pending_step_runs_at_once_when_nothing_else_could_join_it(node: Node) -> None:
+    if getattr(asyncio.get_running_loop(), "_ready", None) is None:
+        pytest.skip("this loop does not show its ready callbacks (uvloop): the driver "
+                    "cannot tell that nothing else is ready, and never steps early there")
+    driver = node.driver
+    assert not driver.step_if_idle()  # nothing pending
+    _, fut = driver.propose(ops.QUEUE_PUSH, ["q", "a"], timeout=5.0)  # wakes: a step pending
+    assert not fut.done()
+    assert driver.step_if_idle()
+    assert fut.done() and fut.exception() is None
+    assert not driver.step_if_idle()  # that step took the input: nothing pending any more
+
+
+async def test_a_pending_step_waits_when_another_callback_is_ready(node: Node) -> None:
+    driver = node.driver
+    _, fut = driver.propose(ops.QUEUE_PUSH, ["q", "b"], timeout=5.0)
+    asyncio.get_running_loop().call_soon(lambda: None)  # could propose before the step
+    assert not driver.step_if_idle()
+    assert not fut.done()
+    await fut  # the scheduled step applies it in the loop's next iteration

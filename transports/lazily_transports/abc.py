@@ -207,6 +207,21 @@ class DataChannel(FrameStream):
         ``anyio.WouldBlock`` (a transport without a send buffer always would)."""
         return True
 
+    def set_receive_hook(self, hook: Callable[[], None] | None) -> bool:
+        """Have ``hook`` called right after incoming frames are queued, on the loop that
+        receives them, so a consumer on that loop takes them (:meth:`receive_queued`)
+        without a task switch; ``None`` removes it. Returns False when this channel does
+        not call it: wait for the frames as usual."""
+        return False
+
+    def receive_queued(self) -> bytes | None:
+        """A frame already queued, or ``None`` when there is none (also once the channel
+        ended: :meth:`receive_nowait` says how)."""
+        try:
+            return self.receive_nowait()
+        except Exception:
+            return None
+
     async def receive(self) -> bytes:
         while True:
             try:

@@ -123,10 +123,8 @@ class BufferedChannel(DataChannel):
         self._break_level = logging.DEBUG
 
     def set_receive_hook(self, hook: Callable[[], None] | None) -> bool:
-        """Have ``hook`` called right after incoming frames are queued, on the loop that
-        receives them, so a consumer on that loop takes them without a task switch;
-        ``None`` removes it. Returns False when this channel does not call it (its
-        frames may be queued from another thread): wait for them as usual."""
+        """See :meth:`DataChannel.set_receive_hook`: a channel whose frames may be queued
+        from another thread does not call it."""
         return False
 
     # -- hooks --------------------------------------------------------------------------
