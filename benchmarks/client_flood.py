@@ -9,7 +9,9 @@ Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
 "fsync"``) serve clients on Unix sockets. A probe client pushes one item at a time
 and records each push's commit latency, first alone (baseline), then while N flooder
 processes (4 clients each, every client with 512 pushes outstanding) and one greedy
-client (10,000 pushes at once on one link) push as fast as they can. The flooder
+client (10,000 pushes at once on one link) push as fast as they can (the probe starts
+1 s after every flooder process has linked its clients, however long they took to
+start). The flooder
 processes share a session of their own (:mod:`benchmarks.client_flood_group`): with
 Linux's autogroup scheduling a probe in their session would wait for a CPU behind them,
 which measures the harness, not the cluster; the probe's own wait for a CPU per time
@@ -88,12 +90,16 @@ from benchmarks.peers_common import (  # noqa: E402
 SECRET_ENV, TOKEN_ENV = "LAZILY_FLOOD_SECRET", "LAZILY_FLOOD_TOKEN"
 
 FLOODER = r'''
-import asyncio, json, sys, time
+import asyncio, json, os, sys, time
 from lazily_queue import connect
+linked = [0]
 async def client(addresses, token, until, inflight, counts, prefer):
     async with connect(addresses, ("flood", token), max_in_flight=inflight,
                        op_timeout=120, prefer_leader=prefer) as c:
         q = c.queue("flood")
+        linked[0] += 1
+        if linked[0] == int(sys.argv[4]) and os.environ.get("LAZILY_FLOOD_READY"):
+            open(os.path.join(os.environ["LAZILY_FLOOD_READY"], str(os.getpid())), "w").close()
         async def lane():
             while time.monotonic() < until:
                 await q.push(b"x" * 100)
@@ -211,7 +217,12 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
                     argvs.append([sys.executable, "-c", FLOODER,
                                   ",".join(addresses[turn:] + addresses[:turn]), token,
                                   str(seconds), clients, each, clients_at])
-                flood = await start_flood(argvs, env)  # a session of their own
+                ready = root / "ready"
+                ready.mkdir()
+                flood = await start_flood(argvs, dict(env, LAZILY_FLOOD_READY=str(ready)))
+                stage = "waiting for every flooder to link its clients"
+                while len(list(ready.iterdir())) < len(argvs):  # noqa: ASYNC110 - files
+                    await asyncio.sleep(0.05)
                 await asyncio.sleep(1.0)  # the flood is on
                 stage = "probing under the flood"
                 waited, members = run_queue_wait(), cpu_and_wait(pids)
