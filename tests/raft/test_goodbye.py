@@ -238,16 +238,7 @@ async def test_a_stop_goes_on_whatever_the_goodbye_or_the_transfer_meets(
 async def test_a_member_says_goodbye_once(nodes: dict[int, Node]) -> None:
     """``testing.Cluster.close`` has each member say it stops before its ``stop`` says
     so again: the second time sends nothing."""
-    sent: list[int] = []
-    links = _network(nodes[1]).mesh
-    send = links.send_nowait
-
-    def spy(peer: int, frame: bytes) -> bool:
-        if frame == GOODBYE:
-            sent.append(peer)
-        return bool(send(peer, frame))
-
-    links.send_nowait = spy
+    sent = _goodbyes_sent(nodes[1])
     assert clean_stop.say_goodbye(nodes[1]) == ["2"]
     await nodes[1].stop()
     assert sent == [2]
