@@ -66,8 +66,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.client_flood_group import (  # noqa: E402
+    MARK_READY,
+    FloodFailed,
     cpu_and_wait,
     flood_outputs,
+    flood_ready,
     run_queue_wait,
     start_flood,
     stop_flood,
@@ -89,17 +92,14 @@ from benchmarks.peers_common import (  # noqa: E402
 
 SECRET_ENV, TOKEN_ENV = "LAZILY_FLOOD_SECRET", "LAZILY_FLOOD_TOKEN"
 
-FLOODER = r'''
-import asyncio, json, os, sys, time
+FLOODER = MARK_READY + r'''
+import asyncio, json, sys, time
 from lazily_queue import connect
-linked = [0]
 async def client(addresses, token, until, inflight, counts, prefer):
     async with connect(addresses, ("flood", token), max_in_flight=inflight,
                        op_timeout=120, prefer_leader=prefer) as c:
         q = c.queue("flood")
-        linked[0] += 1
-        if linked[0] == int(sys.argv[4]) and os.environ.get("LAZILY_FLOOD_READY"):
-            open(os.path.join(os.environ["LAZILY_FLOOD_READY"], str(os.getpid())), "w").close()
+        linked(int(sys.argv[4]))
         async def lane():
             while time.monotonic() < until:
                 await q.push(b"x" * 100)
@@ -217,12 +217,9 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
                     argvs.append([sys.executable, "-c", FLOODER,
                                   ",".join(addresses[turn:] + addresses[:turn]), token,
                                   str(seconds), clients, each, clients_at])
-                ready = root / "ready"
-                ready.mkdir()
-                flood = await start_flood(argvs, dict(env, LAZILY_FLOOD_READY=str(ready)))
+                flood = await start_flood(argvs, env, ready=root / "ready")
                 stage = "waiting for every flooder to link its clients"
-                while len(list(ready.iterdir())) < len(argvs):  # noqa: ASYNC110 - files
-                    await asyncio.sleep(0.05)
+                await flood_ready(flood, root / "ready", len(argvs))
                 await asyncio.sleep(1.0)  # the flood is on
                 stage = "probing under the flood"
                 waited, members = run_queue_wait(), cpu_and_wait(pids)
@@ -252,6 +249,8 @@ async def run(flooders: int, seconds: float, clients_at: str = "members") -> dic
                           for p in procs)
         raise RoundFailed(f"lazily-queue's round timed out while {stage} ({why}); the "
                           f"nodes' last log lines: {tails}") from None
+    except FloodFailed as exc:
+        raise RoundFailed(f"lazily-queue's round failed while {stage}: {exc}") from None
     finally:
         await stop_flood(flood)
         for proc in procs:

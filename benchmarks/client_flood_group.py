@@ -9,6 +9,12 @@ wakes for an answer (on a 2-core machine about 13 ms a wake-up, measured with
 :func:`start_flood` runs every flooder under one launcher started in a new session:
 together they keep the share one session had, and the probe (this process) is a light
 client in a session of its own, as a separate application would be.
+
+A probe measures the flood only once it is on: a flooder may take seconds to start (a
+tree without compiled bytecode imports slowly). Flooder scripts begin with
+:data:`MARK_READY` and call its ``linked(clients)`` as each client has connected and
+holds what it publishes to; the last one marks the process ready in the directory
+given to :func:`start_flood`, and :func:`flood_ready` waits for every flooder's mark.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from benchmarks.peers_common import track
@@ -31,20 +38,66 @@ outs = [p.communicate()[0].decode() for p in procs]
 print(json.dumps([[p.returncode, out] for p, out in zip(procs, outs)]), flush=True)
 '''
 
+#: The environment variable naming the directory flooders mark themselves ready in.
+READY_ENV = "LAZILY_FLOOD_READY"
+
+#: The start of a flooder script: ``linked(clients)`` counts a client linked (connected,
+#: holding what it publishes to); at the ``clients``-th, the process is marked ready (an
+#: empty file named by its pid in the directory :data:`READY_ENV` names, if any).
+MARK_READY = rf'''
+import os as _os
+_linked = [0]
+def linked(clients):
+    _linked[0] += 1
+    where = _os.environ.get("{READY_ENV}")
+    if _linked[0] == clients and where:
+        open(_os.path.join(where, str(_os.getpid())), "w").close()
+'''
+
+#: Seconds :func:`flood_ready` waits for every flooder to be ready.
+READY_LIMIT = 60.0
+
 
 class FloodFailed(RuntimeError):
-    """A flooder process exited with an error: which one and its exit status."""
+    """A flooder process exited with an error (which one and its exit status), or the
+    flooders were not all ready in time (how many were)."""
 
 
-async def start_flood(argvs: list[list[str]], env: dict[str, str] | None = None
-                      ) -> asyncio.subprocess.Process:
+async def start_flood(argvs: list[list[str]], env: dict[str, str] | None = None,
+                      ready: Path | None = None) -> asyncio.subprocess.Process:
     """Start the flooder processes ``argvs`` under one launcher in a new session (the
-    module docstring); :func:`flood_outputs` waits for them."""
+    module docstring), with ``env`` (this process's by default); with ``ready``, a
+    directory created here, where they mark themselves ready (:func:`flood_ready`).
+    :func:`flood_outputs` waits for them."""
+    if ready is not None:
+        ready.mkdir()  # noqa: ASYNC240 - set-up
+        env = dict(os.environ if env is None else env, **{READY_ENV: str(ready)})
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", LAUNCHER, json.dumps(argvs), env=env,
         stdout=asyncio.subprocess.PIPE, start_new_session=True)
     track(proc.pid)
     return proc
+
+
+async def flood_ready(proc: asyncio.subprocess.Process, ready: Path, count: int,
+                      limit: float = READY_LIMIT) -> None:
+    """Return once ``count`` flooders started by :func:`start_flood` with ``ready`` have
+    marked themselves ready there. Raise :class:`FloodFailed` saying how many had when the
+    flood ended first (with the flooder that failed) or ``limit`` seconds passed."""
+    deadline = time.monotonic() + limit
+    while (done := len(list(ready.iterdir()))) < count:  # noqa: ASYNC240 - a few files
+        if proc.returncode is not None:
+            why = "every flooder ended"
+            try:
+                await flood_outputs(proc)
+            except FloodFailed as exc:
+                why = str(exc)
+            raise FloodFailed(f"{done} of {count} flooder processes became ready before "
+                              f"the flood ended ({why})")
+        if time.monotonic() >= deadline:
+            raise FloodFailed(f"{done} of {count} flooder processes became ready within "
+                              f"{limit:g} s (one that failed to start printed why)")
+        await asyncio.sleep(0.05)
 
 
 async def flood_outputs(proc: asyncio.subprocess.Process) -> list[str]:

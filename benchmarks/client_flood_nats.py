@@ -7,8 +7,10 @@ a time (``js.publish``, waiting for each acknowledgement), first alone, then whi
 flooder processes (each with ``clients`` connections of ``in_flight`` publishes
 outstanding) and one greedy connection (10,000 outstanding) publish 100-byte messages to
 stream ``FLOOD`` for the flood's seconds, in a session of their own
-(:mod:`benchmarks.client_flood_group`). Both streams have 3 replicas, each its own Raft
-group with its own leader, so the probe's publishes are not ordered behind the flood's.
+(:mod:`benchmarks.client_flood_group`); the probe starts 1 s after every flooder process
+has connected all its connections (each marks itself ready in ``root/flood-ready``),
+however long they took to start. Both streams have 3 replicas, each its own Raft group
+with its own leader, so the probe's publishes are not ordered behind the flood's.
 For the probe sharing the flood's Raft group (as every lazily-queue queue shares one
 log), the second half of the probe's time under the flood publishes to ``FLOOD``
 instead (``shared``). Each flooder prints how many publishes were acknowledged and how
@@ -25,7 +27,9 @@ from typing import Any
 
 from benchmarks import peers_nats
 from benchmarks.client_flood_group import (
+    MARK_READY,
     flood_outputs,
+    flood_ready,
     run_queue_wait,
     start_flood,
     stop_flood,
@@ -33,12 +37,13 @@ from benchmarks.client_flood_group import (
 )
 from benchmarks.peers_common import PAYLOAD, cpu_seconds, flood_cpu, percentiles
 
-FLOODER = r'''
+FLOODER = MARK_READY + r'''
 import asyncio, sys, time
 import nats
 async def client(urls, until, inflight, counts):
     nc = await nats.connect(servers=urls, connect_timeout=10)
     js = nc.jetstream(timeout=120)
+    linked(int(sys.argv[3]))
     async def lane():
         while time.monotonic() < until:
             try:
@@ -109,9 +114,11 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             before = await _leaders(js)
             pids = [node.proc.pid for node in cluster.nodes if node.proc is not None]
             cpu_before, flood_began = sum(map(cpu_seconds, pids)), time.monotonic()
-            flood = await start_flood(  # a session of their own
-                [_flooder(cluster.urls, seconds, clients, in_flight)] * flooders
-                + [_flooder(cluster.urls, seconds, 1, greedy)])
+            argvs = ([_flooder(cluster.urls, seconds, clients, in_flight)] * flooders
+                     + [_flooder(cluster.urls, seconds, 1, greedy)])
+            # a session of their own; each marks itself ready in root/"flood-ready"
+            flood = await start_flood(argvs, ready=root / "flood-ready")
+            await flood_ready(flood, root / "flood-ready", len(argvs))
             await asyncio.sleep(1.0)  # the flood is on
             half = max(1.0, seconds - 2.0) / 2
             waited = run_queue_wait()

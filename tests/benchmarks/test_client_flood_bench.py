@@ -6,6 +6,7 @@ realness, never their values)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -26,9 +27,11 @@ import benchmarks.client_flood as client_flood  # noqa: E402
 import benchmarks.client_flood_trace as client_flood_trace  # noqa: E402
 from benchmarks.client_flood import over_rounds, table  # noqa: E402
 from benchmarks.client_flood_group import (  # noqa: E402
+    MARK_READY,
     FloodFailed,
     cpu_and_wait,
     flood_outputs,
+    flood_ready,
     run_queue_wait,
     start_flood,
     stop_flood,
@@ -211,6 +214,16 @@ async def test_a_round_that_cannot_finish_says_where_it_stopped(monkeypatch: Any
     assert time.monotonic() - started < 30  # the nodes stopped, nothing waited for
 
 
+async def test_flooders_that_fail_to_start_end_the_round_saying_how_many_were_ready(
+        monkeypatch: Any) -> None:
+    monkeypatch.setattr(client_flood, "FLOODER", "raise SystemExit(3)")
+    with pytest.raises(client_flood.RoundFailed, match=(
+            r"^lazily-queue's round failed while waiting for every flooder to link its "
+            r"clients: 0 of 2 flooder processes became ready before the flood ended "
+            r"\(flooder process 0 exited with status 3\)$")):
+        await client_flood.run(1, 3.0)
+
+
 async def test_the_flooders_run_in_a_session_apart_from_the_probe_and_report_in_order(
 ) -> None:
     """Every flooder runs in one new session, not this process's (so the probe here does
@@ -229,6 +242,79 @@ async def test_a_flooder_that_fails_fails_the_flood_saying_which() -> None:
     with pytest.raises(FloodFailed, match=r"^flooder process 1 exited with status 3$"):
         await flood_outputs(flood)
     await stop_flood(flood)  # ended already: nothing to do
+
+
+def _flooder(code: str) -> list[str]:
+    """A flooder process that runs ``code`` after :data:`MARK_READY`."""
+    return [sys.executable, "-c", MARK_READY + code]
+
+
+async def test_the_flood_is_ready_once_every_flooder_has_linked_all_its_clients(
+        tmp_path: Path) -> None:
+    """A flooder is ready at its last client, however long it takes to get there."""
+    slow = _flooder("import time; time.sleep(1); linked(2); linked(2); time.sleep(60)")
+    quick = _flooder("import time; linked(1); time.sleep(60)")
+    flood = await start_flood([slow, quick], ready=tmp_path / "ready")
+    try:
+        await flood_ready(flood, tmp_path / "ready", 2)
+        assert len(list((tmp_path / "ready").iterdir())) == 2
+    finally:
+        await stop_flood(flood)
+
+
+async def test_a_flooder_that_never_gets_ready_ends_the_wait_saying_how_many_did(
+        tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    linked_all = _flooder("import time; linked(1); time.sleep(60)")
+    linked_half = _flooder("import time; linked(2); time.sleep(60)")  # 1 client of 2
+    flood = await start_flood([linked_all, linked_half], ready=ready)
+    try:
+        while not any(ready.iterdir()):  # noqa: ASYNC110 - the first one's mark
+            await asyncio.sleep(0.05)
+        with pytest.raises(FloodFailed, match=(
+                r"^1 of 2 flooder processes became ready within 0.5 s \(one that failed "
+                r"to start printed why\)$")):
+            await flood_ready(flood, ready, 2, limit=0.5)
+    finally:
+        await stop_flood(flood)
+
+
+async def test_a_flood_that_ends_before_it_is_ready_says_which_flooder_failed(
+        tmp_path: Path) -> None:
+    failed = _flooder("raise SystemExit(3)")
+    flood = await start_flood([_flooder("linked(1)"), failed], ready=tmp_path / "ready")
+    try:
+        with pytest.raises(FloodFailed, match=(
+                r"^1 of 2 flooder processes became ready before the flood ended \(flooder "
+                r"process 1 exited with status 3\)$")):
+            await flood_ready(flood, tmp_path / "ready", 2, limit=120)
+    finally:
+        await stop_flood(flood)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_NATS, reason="needs nats-server and nats-py")
+async def test_the_nats_probe_starts_once_every_flooder_is_ready(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Flooders that take 3 s to start (longer than the 1 s the probe waits after they
+    are ready): the probe under the flood, on either stream, starts with both ready."""
+    from benchmarks import client_flood_nats
+
+    root = tmp_path / "nats"
+    monkeypatch.setattr(client_flood_nats, "FLOODER",
+                        "import time; time.sleep(3)\n" + client_flood_nats.FLOODER)
+    probe = client_flood_nats._probe
+    ready_at_probe: list[int | None] = []
+
+    async def counting(js: Any, seconds: float, subject: str = "PROBE") -> list[float]:
+        where = root / "flood-ready"
+        ready_at_probe.append(len(list(where.iterdir())) if where.exists() else None)
+        return await probe(js, seconds, subject)
+
+    monkeypatch.setattr(client_flood_nats, "_probe", counting)
+    out = await client_flood_nats.run(root, 1, 3.0, clients=2, in_flight=8, greedy=16)
+    assert ready_at_probe == [None, 2, 2]  # alone, under the flood, on the flood's stream
+    assert out["flood_samples"] > 0 and out["flood_pushes_per_s"] > 0
 
 
 def test_the_probes_wait_for_a_cpu_is_per_time_slice() -> None:
