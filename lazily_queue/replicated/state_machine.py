@@ -56,13 +56,13 @@ from ..core.fifo import Fifo
 from ..core.headers import OffsetHeaders
 from ..core.topic import TopicCore
 from ..raft.batch import CommandError, decode_command
-from . import ephemeral_owners, session_end, session_popped, session_register, state_snapshot
+from . import ephemeral_owners, session_end, session_popped, session_register
 from .client_sessions import CLIENT_SESSION_BASE as CLIENT_SESSION_BASE
 from .client_sessions import ClientSessions
 from .dedup import DedupKey
 from .events import Event, OpApplied
 from .op_table import FAMILIES as FAMILIES
-from .op_table import HANDLERS, SECTIONS
+from .op_table import HANDLERS
 from .ops import (
     CLIENT_OP,
     CLIENT_OPS,
@@ -86,6 +86,7 @@ from .session_results import (
     identity,
     limit_of,
 )
+from .state_snapshot import StateSnapshots
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ _MALFORMED_CLIENT_OP = OpError("malformed_client_op", "a client op is [session, 
                                "code, *args] with a client session id and seq >= 1")
 _DUPLICATE = OpError("duplicate", "already applied")
 
-class StateMachine:
+class StateMachine(StateSnapshots):
     """Deterministic application of committed batches.
 
     The window of producer message ids starts at the default bounds; only a
@@ -375,28 +376,3 @@ class StateMachine:
         """A message op, or a client's op (its last argument is its inner op's last:
         the message of a push or publish, small for the others)."""
         return code in MESSAGE_OPS or code == CLIENT_OP
-
-    # -- snapshots ------------------------------------------------------------------------
-
-    def capture(self, deferred: bool = False) -> dict[str, Any]:
-        """The whole state as plain data; with ``deferred`` (a snapshot file's capture)
-        its large parts are :class:`Later`, made from copies where it is encoded."""
-        return state_snapshot.capture(self, SECTIONS, deferred)
-
-    def prepare(self, doc: Any) -> StateMachine:
-        """``doc``'s state in a new state machine for :meth:`install`; raises unless
-        ``doc`` restores cleanly, changing nothing here."""
-        return state_snapshot.prepare(self, SECTIONS, doc)
-
-    def install(self, prepared: Any) -> None:
-        """Replace the whole state by :meth:`prepare`'s."""
-        state_snapshot.install(self, prepared)
-
-    def validate(self, doc: Any) -> None:
-        """Raise unless ``doc`` restores cleanly; change nothing."""
-        self.prepare(doc)
-
-    def restore(self, doc: Any) -> None:
-        """Replace the whole state by ``doc``'s; a ``doc`` that does not restore changes
-        nothing."""
-        self.install(self.prepare(doc))

@@ -1,17 +1,19 @@
 """The state machine's snapshot: its queues, addresses and sessions with what they popped
 and did not give back (:mod:`.session_popped_snapshot`), then the section of each op
-family (:class:`~.family.Section`)."""
+family (:class:`~.family.Section`); :class:`StateSnapshots` gives the state machine its
+snapshot methods."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.fifo import Fifo
 from . import session_popped_snapshot
 from .events import Restored
 from .family import Section
+from .op_table import SECTIONS
 from .results import decode_result, done_later, done_now
 from .session_results import Session
 
@@ -97,3 +99,30 @@ def restore(sm: StateMachine, sections: Iterable[Section], doc: Any) -> None:
     for sec in sections:
         sec.restore(sm, doc.get(sec.name))
     sm.events.append(Restored())
+
+
+class StateSnapshots:
+    """The snapshot methods of :class:`~.state_machine.StateMachine`."""
+
+    def capture(self, deferred: bool = False) -> dict[str, Any]:
+        """The whole state as plain data; with ``deferred`` (a snapshot file's capture)
+        its large parts are :class:`Later`, made from copies where it is encoded."""
+        return capture(cast("StateMachine", self), SECTIONS, deferred)
+
+    def prepare(self, doc: Any) -> StateMachine:
+        """``doc``'s state in a new state machine for :meth:`install`; raises unless
+        ``doc`` restores cleanly, changing nothing here."""
+        return prepare(cast("StateMachine", self), SECTIONS, doc)
+
+    def install(self, prepared: Any) -> None:
+        """Replace the whole state by :meth:`prepare`'s."""
+        install(cast("StateMachine", self), prepared)
+
+    def validate(self, doc: Any) -> None:
+        """Raise unless ``doc`` restores cleanly; change nothing."""
+        self.prepare(doc)
+
+    def restore(self, doc: Any) -> None:
+        """Replace the whole state by ``doc``'s; a ``doc`` that does not restore changes
+        nothing."""
+        self.install(self.prepare(doc))
