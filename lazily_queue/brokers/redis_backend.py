@@ -19,7 +19,8 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,16 +29,9 @@ import redis.exceptions as rexc
 
 from ..names import check_name
 from . import redis_once_scripts, redis_queue_scripts, redis_scripts, redis_topic_scripts
-from .errors import (
-    BrokerAuthenticationFailed,
-    BrokerError,
-    BrokerObjectLost,
-    BrokerOutOfMemory,
-    BrokerUnavailable,
-    IncompatibleBrokerObject,
-    UnsupportedAddress,
-)
+from .errors import BrokerUnavailable, UnsupportedAddress
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
+from .redis_errors import mapped_errors
 
 log = logging.getLogger(__name__)
 
@@ -73,22 +67,6 @@ def _checked_pool() -> dict[str, Any]:
 
 
 _CHECKED_POOL = _checked_pool()
-
-
-def lost_advice(reply: str) -> str:
-    """A script's ``LOST <key> ...`` reply (part of an object deleted outside this
-    library) with what was lost and what to do."""
-    detail = reply.removeprefix("LOST ")
-    key = detail.split(" ", 1)[0]
-    pattern = key.rpartition(":")[0] + ":*"
-    if "{t:" in key and not key.endswith(":meta"):
-        return (f"{detail}: entries were deleted outside this library (DEL, XTRIM, XDEL); "
-                "the elements are gone: restore the topic from a snapshot, or delete its "
-                f"keys ({pattern}) to start it afresh")
-    return (f"{detail}: deleted outside this library (DEL, EXPIRE, UNLINK); nothing was "
-            "changed: what remains cannot be used safely without it: delete the object's "
-            f"keys ({pattern}) to start it afresh (its elements go with them), or restore "
-            "the key from a backup")
 
 
 def redacted(url: str) -> str:
@@ -320,44 +298,9 @@ class RedisStreamsStorage:
             else:
                 future.set_result(result)
 
-    @contextlib.asynccontextmanager
-    async def errors(self, doing: str) -> AsyncIterator[None]:
-        """Map redis-py's exceptions to the typed broker errors."""
-        try:
-            yield
-        except rexc.AuthenticationError as exc:
-            raise BrokerAuthenticationFailed(
-                f"redis at {self.address} refused the credentials ({exc}); put the password "
-                "in the URL (redis://:PASSWORD@host:port/db) or pass credentials="
-            ) from None
-        except rexc.OutOfMemoryError as exc:
-            raise BrokerOutOfMemory(
-                f"redis at {self.address} is out of memory and refused {doing} ({exc}); "
-                "nothing was stored: consume (pops, claims and acks still work), or raise "
-                "the server's maxmemory") from None
-        except rexc.ResponseError as exc:
-            text = str(exc)
-            if "NOAUTH" in text or "WRONGPASS" in text:
-                raise BrokerAuthenticationFailed(
-                    f"redis at {self.address} needs a password: {text}") from None
-            if "INCOMPATIBLE" in text or "WRONGTYPE" in text:
-                detail = text.split("INCOMPATIBLE", 1)[-1].strip()
-                raise IncompatibleBrokerObject(
-                    f"redis at {self.address}: {detail}; use another name or delete the "
-                    "existing keys") from None
-            if text.startswith("LOST "):
-                raise BrokerObjectLost(
-                    f"redis at {self.address}: {doing}: {lost_advice(text)}") from None
-            raise BrokerError(f"redis at {self.address} refused {doing}: {text}") from None
-        except rexc.InvalidResponse:
-            raise BrokerUnavailable(
-                f"redis at {self.address} answered {doing} in another protocol: it is not a "
-                "Redis server (check the host and port)") from None
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-            raise BrokerUnavailable(
-                f"redis at {self.address} is unreachable while {doing}: {exc}") from None
-        except rexc.RedisError as exc:
-            raise BrokerError(f"redis at {self.address} failed {doing}: {exc}") from None
+    def errors(self, doing: str) -> AbstractAsyncContextManager[None]:
+        """Map redis-py's exceptions to the typed broker errors (:mod:`.redis_errors`)."""
+        return mapped_errors(self.address, doing)
 
     # -- notifications -----------------------------------------------------------------------
 

@@ -63,9 +63,9 @@ MUTATIONS = [
         ("tests/brokers/test_memory.py::test_a_topic_and_a_queue_drain_when_redis_is_out_of_memory",),
         "a subscriber started while Redis is past maxmemory declares an existing topic"),
     Mutation(
-        "redis-oom-untyped", "lazily_queue/brokers/redis_backend.py",
-        "        except rexc.OutOfMemoryError as exc:\n",
-        "        except rexc.DataError as exc:\n",
+        "redis-oom-untyped", "lazily_queue/brokers/redis_errors.py",
+        "    except rexc.OutOfMemoryError as exc:\n",
+        "    except rexc.DataError as exc:\n",
         ("tests/brokers/test_memory.py::test_a_push_past_maxmemory_is_a_typed_error_naming_the_fix",),
         "a push past Redis maxmemory raises BrokerOutOfMemory naming the fix"),
     Mutation(
@@ -137,9 +137,9 @@ MUTATIONS = [
         ("tests/brokers/test_tls_required.py",),
         "nats+tls:// never sends credentials to a server that does not offer TLS"),
     Mutation(
-        "redis-other-protocol-raw", "lazily_queue/brokers/redis_backend.py",
-        "        except rexc.InvalidResponse:\n",
-        "        except ZeroDivisionError:\n",
+        "redis-other-protocol-raw", "lazily_queue/brokers/redis_errors.py",
+        "    except rexc.InvalidResponse:\n",
+        "    except ZeroDivisionError:\n",
         ("tests/brokers/test_bad_addresses.py::test_a_redis_address_at_a_nats_server_is_named",),
         "a redis:// address that reaches another server says it is not a Redis server"),
     Mutation(

@@ -1,0 +1,76 @@
+"""The typed broker errors of redis-py's exceptions, each naming the server and what
+was being done, and what to do about an object part of which was deleted outside this
+library."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+import redis.exceptions as rexc
+
+from .errors import (
+    BrokerAuthenticationFailed,
+    BrokerError,
+    BrokerObjectLost,
+    BrokerOutOfMemory,
+    BrokerUnavailable,
+    IncompatibleBrokerObject,
+)
+
+
+def lost_advice(reply: str) -> str:
+    """A script's ``LOST <key> ...`` reply (part of an object deleted outside this
+    library) with what was lost and what to do."""
+    detail = reply.removeprefix("LOST ")
+    key = detail.split(" ", 1)[0]
+    pattern = key.rpartition(":")[0] + ":*"
+    if "{t:" in key and not key.endswith(":meta"):
+        return (f"{detail}: entries were deleted outside this library (DEL, XTRIM, XDEL); "
+                "the elements are gone: restore the topic from a snapshot, or delete its "
+                f"keys ({pattern}) to start it afresh")
+    return (f"{detail}: deleted outside this library (DEL, EXPIRE, UNLINK); nothing was "
+            "changed: what remains cannot be used safely without it: delete the object's "
+            f"keys ({pattern}) to start it afresh (its elements go with them), or restore "
+            "the key from a backup")
+
+
+@contextlib.asynccontextmanager
+async def mapped_errors(address: str, doing: str) -> AsyncIterator[None]:
+    """Map redis-py's exceptions raised inside to the typed broker errors, naming the
+    server at ``address`` and what it was ``doing``."""
+    try:
+        yield
+    except rexc.AuthenticationError as exc:
+        raise BrokerAuthenticationFailed(
+            f"redis at {address} refused the credentials ({exc}); put the password "
+            "in the URL (redis://:PASSWORD@host:port/db) or pass credentials="
+        ) from None
+    except rexc.OutOfMemoryError as exc:
+        raise BrokerOutOfMemory(
+            f"redis at {address} is out of memory and refused {doing} ({exc}); "
+            "nothing was stored: consume (pops, claims and acks still work), or raise "
+            "the server's maxmemory") from None
+    except rexc.ResponseError as exc:
+        text = str(exc)
+        if "NOAUTH" in text or "WRONGPASS" in text:
+            raise BrokerAuthenticationFailed(
+                f"redis at {address} needs a password: {text}") from None
+        if "INCOMPATIBLE" in text or "WRONGTYPE" in text:
+            detail = text.split("INCOMPATIBLE", 1)[-1].strip()
+            raise IncompatibleBrokerObject(
+                f"redis at {address}: {detail}; use another name or delete the "
+                "existing keys") from None
+        if text.startswith("LOST "):
+            raise BrokerObjectLost(
+                f"redis at {address}: {doing}: {lost_advice(text)}") from None
+        raise BrokerError(f"redis at {address} refused {doing}: {text}") from None
+    except rexc.InvalidResponse:
+        raise BrokerUnavailable(
+            f"redis at {address} answered {doing} in another protocol: it is not a "
+            "Redis server (check the host and port)") from None
+    except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+        raise BrokerUnavailable(
+            f"redis at {address} is unreachable while {doing}: {exc}") from None
+    except rexc.RedisError as exc:
+        raise BrokerError(f"redis at {address} failed {doing}: {exc}") from None
