@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core.limits import Limits
 from ..core.queue import PUSH, RESET, QueuePopError
-from ..core.work import DeadLetter, DeadLetterReason, Delivery, change_mask
+from ..core.work import DeadLetter, DeadLetterReason, Delivery, PendingItem, change_mask
 from ..core.work import WorkTransition as WT
 from ..core.work_masks import ALL_WORK_READERS
 from ..storage.queue import QueueChangeListener
@@ -162,14 +162,18 @@ class QueueMirror(MirroredObject, Generic[T]):
 
 
 class WorkMirror(MirroredObject):
-    """A broker work queue's mirrored counts (pending, in flight, dead) and dead letters.
+    """A broker work queue's mirrored counts (pending, in flight, dead), views and dead
+    letters.
 
     As for a queue (:class:`QueueMirror`), the broker's version orders a refresh's read
     and this process's pushes: a push a read already counts is not counted again, and
     one counted while a read was in flight that it lacks stays counted on top of it."""
 
+    visibility_timeout: float
+    max_deliveries: int
     _listener: WorkQueueChangeListener | None
     _counts: tuple[int, int, int]
+    _pending: list[PendingItem]
     _dead: list[DeadLetter]
     #: The broker's version of the counts shown (Redis: the stream's last entry id;
     #: NATS: the stream's last sequence the consumer sees); -1 before the first read.
@@ -193,6 +197,27 @@ class WorkMirror(MirroredObject):
 
     def dead_letters(self) -> list[DeadLetter]:
         return list(self._dead)
+
+    def pending(self) -> list[PendingItem]:
+        """Up to ``view_limit`` pending items, as the last refresh read them (which ones:
+        see each backend)."""
+        return list(self._pending)
+
+    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
+        grouped: dict[str, list[Delivery]] = {}
+        for delivery in self.in_flight():
+            grouped.setdefault(delivery.worker, []).append(delivery)
+        return grouped
+
+    def snapshot(self) -> dict[str, Any]:
+        """The mirror as plain data (views bounded by ``view_limit``)."""
+        return {
+            "visibility_timeout": self.visibility_timeout,
+            "max_deliveries": self.max_deliveries,
+            "pending": [item.to_dict() for item in self._pending],
+            "in_flight": [d.to_dict() for d in self.in_flight()],
+            "dead_letters": [letter.to_dict() for letter in self._dead],
+        }
 
     def _report_all(self) -> None:
         if self._listener is not None:
@@ -238,7 +263,9 @@ class WorkMirror(MirroredObject):
     def set_change_listener(self, listener: WorkQueueChangeListener | None) -> None:
         self._listener = listener
 
-    if TYPE_CHECKING:  # each broker work queue implements it
+    if TYPE_CHECKING:  # each broker work queue implements them
+
+        def in_flight(self) -> list[Delivery]: ...
 
         async def poll_many(
             self, worker: str, n: int, now: float | None, *, timeout: float | None = None

@@ -63,6 +63,7 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror
 from .nats_backend import MAX_INT, MAX_SECONDS, check_within
+from .nats_leases import Leases
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 
@@ -102,7 +103,7 @@ class NatsWorkQueueStorage(WorkMirror):
         #: Where this library's processes announce their claims and settlements.
         self.notices = f"lq.n.w.{tok}"
         self._listener: WorkQueueChangeListener | None = None
-        self._leases: dict[int, tuple[Msg, Delivery]] = {}
+        self._leases = Leases()
         self._counts = (0, 0, 0)
         self._pending: list[PendingItem] = []
         self._dead: list[DeadLetter] = []
@@ -181,9 +182,7 @@ class NatsWorkQueueStorage(WorkMirror):
                 self._pending = [PendingItem(seq, decode(raw.data or b""), 0)
                                  for seq, raw in undelivered]
                 self._dead = [nats_dead_letters.letter(seq, raw) for seq, raw in letters]
-        now = time.time()
-        for did in [d for d, (_, lease) in self._leases.items() if lease.deadline < now]:
-            del self._leases[did]
+        self._leases.expire(time.time())
         self._unacked = consumer.num_ack_pending or 0
         waiting = consumer.num_pending or 0
         # the messages past the last one delivered all wait: the last sequence it saw
@@ -204,26 +203,10 @@ class NatsWorkQueueStorage(WorkMirror):
 
     # -- reads (the mirror) --------------------------------------------------------------
 
-    def pending(self) -> list[PendingItem]:
-        """Up to ``view_limit`` messages the consumer has not delivered yet."""
-        return list(self._pending)
-
     def in_flight(self) -> list[Delivery]:
-        """This process's live leases, by ``delivery_id``."""
-        return [lease for _, lease in sorted(self._leases.values(), key=lambda p: p[1].delivery_id)]
-
-    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
-        grouped: dict[str, list[Delivery]] = {}
-        for delivery in self.in_flight():
-            grouped.setdefault(delivery.worker, []).append(delivery)
-        return grouped
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"visibility_timeout": self.visibility_timeout,
-                "max_deliveries": self.max_deliveries,
-                "pending": [item.to_dict() for item in self._pending],
-                "in_flight": [d.to_dict() for d in self.in_flight()],
-                "dead_letters": [letter.to_dict() for letter in self._dead]}
+        """This process's live leases, by ``delivery_id`` (``pending`` lists up to
+        ``view_limit`` messages the consumer has not delivered yet)."""
+        return self._leases.live()
 
     # -- operations ----------------------------------------------------------------------
 
@@ -302,20 +285,11 @@ class NatsWorkQueueStorage(WorkMirror):
         self._backend.announce(self.notices)
         self._changed()
 
-    def _owned(self, worker: str, delivery_id: int) -> tuple[Msg, Delivery] | None:
-        lease = self._leases.get(delivery_id) if isinstance(delivery_id, int) else None
-        if lease is None or lease[1].worker != worker:
-            return None
-        if lease[1].deadline < time.time():
-            del self._leases[delivery_id]
-            return None
-        return lease
-
     async def settle(
         self, worker: str, delivery_id: int, outcome: Settlement, *,
         timeout: float | None = None,
     ) -> WT[Receipt | None]:
-        lease = self._owned(worker, delivery_id)
+        lease = self._leases.owned(worker, delivery_id)
         if lease is None:
             return WT(None, 0)
         msg, delivery = lease
@@ -343,7 +317,7 @@ class NatsWorkQueueStorage(WorkMirror):
     ) -> WT[int]:
         released = 0
         for delivery_id in delivery_ids:
-            lease = self._owned(worker, delivery_id)
+            lease = self._leases.owned(worker, delivery_id)
             if lease is not None:
                 del self._leases[delivery_id]
                 try:
@@ -362,7 +336,7 @@ class NatsWorkQueueStorage(WorkMirror):
         self, worker: str, delivery_id: int, now: float | None, *,
         timeout: float | None = None,
     ) -> WT[bool]:
-        lease = self._owned(worker, delivery_id)
+        lease = self._leases.owned(worker, delivery_id)
         if lease is None:
             return WT(False, 0)
         msg, delivery = lease
@@ -381,11 +355,7 @@ class NatsWorkQueueStorage(WorkMirror):
     ) -> WT[int]:
         """Forget this process's leases whose deadline passed; the server redelivers
         (or, after the last attempt, the next claim dead-letters) them on its own."""
-        moment = time.time()
-        expired = [d for d, (_, lease) in self._leases.items() if lease.deadline < moment]
-        for delivery_id in expired:
-            del self._leases[delivery_id]
-        return WT(len(expired), 0)
+        return WT(self._leases.expire(time.time()), 0)
 
     async def redrive(
         self, item_ids: Collection[int] | None = None, *, timeout: float | None = None

@@ -44,8 +44,7 @@ from ..core.work import (
     validate_config,
 )
 from ..core.work import WorkTransition as WT
-from ..core.work_items import check_worker
-from ..errors import InvalidConfiguration, InvalidName, shown
+from ..errors import InvalidConfiguration, shown
 from ..names import check_named_member
 from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
@@ -58,10 +57,12 @@ from .mirrors import WorkMirror, foreign_letter
 from .redis_once_scripts import ONCE_WINDOW_MS
 from .redis_work_ids import (
     MAX_DELIVERIES_LIMIT,
+    check_claimed_worker,
     delivery_id,
     entry_id,
     item_id,
     item_of,
+    may_hold_leases,
     split_delivery,
     text_of,
 )
@@ -193,29 +194,10 @@ class RedisWorkQueueStorage(WorkMirror):
 
     # -- reads (the mirror) --------------------------------------------------------------
 
-    def pending(self) -> list[PendingItem]:
-        """The first ``view_limit`` pending items (redeliveries first)."""
-        return list(self._pending)
-
     def in_flight(self) -> list[Delivery]:
-        """Up to ``view_limit`` live leases of every worker, by ``delivery_id``."""
+        """Up to ``view_limit`` live leases of every worker, by ``delivery_id``
+        (``pending`` lists the first ``view_limit`` pending items, redeliveries first)."""
         return list(self._in_flight)
-
-    def in_flight_by_worker(self) -> dict[str, list[Delivery]]:
-        grouped: dict[str, list[Delivery]] = {}
-        for delivery in self._in_flight:
-            grouped.setdefault(delivery.worker, []).append(delivery)
-        return grouped
-
-    def snapshot(self) -> dict[str, Any]:
-        """The mirror as plain data (views bounded by ``view_limit``)."""
-        return {
-            "visibility_timeout": self.visibility_timeout,
-            "max_deliveries": self.max_deliveries,
-            "pending": [item.to_dict() for item in self._pending],
-            "in_flight": [d.to_dict() for d in self._in_flight],
-            "dead_letters": [letter.to_dict() for letter in self._dead],
-        }
 
     # -- operations ----------------------------------------------------------------------
 
@@ -272,7 +254,7 @@ class RedisWorkQueueStorage(WorkMirror):
         """Raise :class:`InvalidName` for a worker name a claim refuses (checked before
         anything is sent): empty, over the length rule, or starting with ``lq.``."""
         check_named_member(worker, "worker name")
-        _check_worker(worker)
+        check_claimed_worker(worker)
 
     async def _settle(self, worker: str, mode: str, deliveries: list[int]) -> int:
         """Settle ``deliveries`` of ``worker``: how many were that worker's live ones.
@@ -281,7 +263,7 @@ class RedisWorkQueueStorage(WorkMirror):
         script call for all the acks a ``deliveries()`` batch makes). A worker name no
         claim takes holds no lease: nothing is sent and nothing is settled."""
         splits = [split for d in deliveries if (split := split_delivery(d)) is not None]
-        if not _may_hold_leases(worker) or not splits:
+        if not may_hold_leases(worker) or not splits:
             return 0
         await self._ready()
         settler = self._settlers.get((worker, mode))
@@ -321,7 +303,7 @@ class RedisWorkQueueStorage(WorkMirror):
         """Settle several deliveries of ``worker`` in one script call, in order: a
         receipt per id as :meth:`settle` gives it (``None`` for a refused one)."""
         mode = "ack" if outcome == "acked" else "nack"
-        held = _may_hold_leases(worker)
+        held = may_hold_leases(worker)
         splits = [split_delivery(d) if held else None for d in delivery_ids]
         valid = [split for split in splits if split is not None]
         if valid:
@@ -384,19 +366,3 @@ class RedisWorkQueueStorage(WorkMirror):
             self._changed()
         return WT(int(moved), 0)
 
-
-def _may_hold_leases(worker: object) -> bool:
-    """Whether a claim could have leased to ``worker`` (``TypeError`` for no str, as on
-    every backend): an empty name or one starting with ``lq.`` never holds a lease."""
-    check_worker(worker)
-    return not _reserved(worker)
-
-
-def _reserved(worker: object) -> bool:
-    return not isinstance(worker, str) or not worker or worker.startswith("lq.")
-
-
-def _check_worker(worker: object) -> None:
-    if _reserved(worker):
-        raise InvalidName("worker must be a non-empty str not starting with 'lq.' (the "
-                          f"library's own consumers), got {shown(worker)}")
