@@ -20,13 +20,11 @@ replica); it refreshes incrementally. Capabilities: ``observable``, ``dedup``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import logging
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import nats.js.errors as jserr
-from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy, StorageType
+from nats.js.api import ConsumerInfo, StorageType
 
 from ..core.topic import (
     Durability,
@@ -35,24 +33,28 @@ from ..core.topic import (
     check_subscriber,
     parse_durability,
 )
-from ..errors import InvalidName, shown
+from ..errors import shown
 from ..names import check_named_member
 from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import BrokerObjectLost, IncompatibleBrokerObject, SubscriberConsumerLost
 from .nats_names import object_token, token
-from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
+from .nats_requests import UNLIMITED_ACK_PENDING
 from .nats_subscribers import (
     CONSUMER_CREATE_REFUSED,
-    DESCRIPTION_LIMIT,
     GC_PAUSES,
+    check_described,
+    check_unclaimed,
+    consumer_config,
     description,
-    held_past,
+    lift,
     lost_error,
+    purge_point,
+    subscribers,
     update,
 )
-from .nats_topic_pulls import cursor_of, pull_at_cursor, redeliver, seq
+from .nats_topic_pulls import pull_at_cursor, redeliver, seq
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -113,15 +115,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                 await b.subscribe(subject, self._changed)
 
     async def _consumers(self) -> dict[str, tuple[Record, ConsumerInfo]]:
-        found: dict[str, tuple[Record, ConsumerInfo]] = {}
-        for info in await self._backend.js.consumers_info(self.stream):
-            try:
-                meta = json.loads(info.config.description or "")
-                sid, durability = str(meta["id"]), str(meta["durability"])
-                connected = bool(meta["connected"])
-            except (ValueError, KeyError, TypeError):
-                continue  # a consumer this library did not make
-            found[sid] = ((durability, connected, cursor_of(info)), info)
+        found = await subscribers(self._backend.js, self.stream)
+        for sid, (_, info) in found.items():
             if info.config.max_ack_pending == UNLIMITED_ACK_PENDING:
                 self._limited.discard(sid)
             else:
@@ -155,28 +150,13 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
 
     async def _put_consumer(self, subscriber: str, durability: str, connected: bool,
                             start: int) -> None:
-        await self._backend.js.add_consumer(self.stream, ConsumerConfig(
-            durable_name=self._consumer_name(subscriber),
-            description=description(subscriber, durability, connected),
-            ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=max(1, start), sample_freq="100%",
-            max_ack_pending=UNLIMITED_ACK_PENDING))
+        await self._backend.js.add_consumer(self.stream, consumer_config(
+            self._consumer_name(subscriber), subscriber, durability, connected, start))
 
     async def _lift(self, subscriber: str) -> None:
-        """Lift the ``max_ack_pending`` limit of ``subscriber``'s consumer (one declared
-        with it): the server's config is read again, so only the limit changes. Creates
-        nothing: a consumer deleted meanwhile (which the update made again, at its first
-        start) is deleted again, and :class:`SubscriberConsumerLost` raised."""
-        js = self._backend.js
-        name = self._consumer_name(subscriber)
-        try:
-            info = await js.consumer_info(self.stream, name)
-        except jserr.NotFoundError:
-            raise self._lost_error(subscriber) from None
-        made = await lift_ack_pending_limit(js, self.stream, info.config)
-        if made is not None and made.created != info.created:
-            with contextlib.suppress(jserr.NotFoundError):
-                await js.delete_consumer(self.stream, made.name)
+        """Lift the ``max_ack_pending`` limit of ``subscriber``'s consumer
+        (:func:`.nats_subscribers.lift`); :class:`SubscriberConsumerLost` when it is gone."""
+        if not await lift(self._backend.js, self.stream, self._consumer_name(subscriber)):
             raise self._lost_error(subscriber)
         self._limited.discard(subscriber)
 
@@ -204,13 +184,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         timeout: float | None = None,
     ) -> TopicTransition[SubscribeOutcome]:
         check_named_member(check_subscriber(subscriber), "subscriber name")
-        size = len(description(subscriber, Durability.EPHEMERAL.value, False).encode())
-        if size > DESCRIPTION_LIMIT:
-            raise InvalidName(
-                f"subscriber name {shown(subscriber)} is too long for NATS JetStream: its "
-                f"consumer's description would take {size} bytes, over the server's limit "
-                f"of {DESCRIPTION_LIMIT}; use a shorter name (or fewer characters outside "
-                "ASCII)")
+        check_described(subscriber)
         kind = parse_durability(durability)
         await self._ready()
         b = self._backend
@@ -218,7 +192,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             consumers = await self._consumers()
             found = consumers.get(subscriber)
             if found is None:
-                self._check_unclaimed(subscriber, consumers)
+                check_unclaimed(b.address, self.stream, self._consumer_name(subscriber),
+                                subscriber, consumers)
                 state = (await b.js.stream_info(self.stream)).state
                 outcome = SubscribeOutcome.Subscribed
                 try:
@@ -237,18 +212,6 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                 outcome = SubscribeOutcome.Reconnected
         await self.sync()
         return TopicTransition(outcome, NOBODY)
-
-    def _check_unclaimed(self, subscriber: str,
-                         consumers: dict[str, tuple[Record, ConsumerInfo]]) -> None:
-        """Raise :class:`IncompatibleBrokerObject` when the consumer ``subscriber`` would
-        get is another subscriber's (two ids mapped to one consumer name)."""
-        name = self._consumer_name(subscriber)
-        for other, (_, info) in consumers.items():
-            if info.name == name:
-                raise IncompatibleBrokerObject(
-                    f"nats at {self._backend.address}: consumer {name} of {self.stream} "
-                    f"belongs to subscriber {shown(other)}; subscriber {shown(subscriber)} "
-                    "maps to the same consumer name: use another id")
 
     async def _connect(self, subscriber: str, rec: Record, info: ConsumerInfo) -> None:
         """Mark it connected; what a crash left delivered and not acknowledged comes
@@ -374,11 +337,9 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
                 state = (await b.js.stream_info(self.stream)).state
                 consumers = await self._consumers()
                 base, end = bounds(state)
-                durable = [rec[2] for rec, _ in consumers.values() if rec[0] == "durable"]
-                frontier = min(durable) if durable else end
+                frontier, out = purge_point(consumers, end)
                 if frontier <= base:
                     return TopicTransition(0, NOBODY)
-                out = held_past({s: i for s, (_, i) in consumers.items()}, frontier)
                 if not out:
                     break
             else:
