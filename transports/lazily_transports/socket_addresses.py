@@ -1,21 +1,23 @@
 """The addresses of socket links: ``unix:///path`` and ``unix:relpath`` (a filesystem
 path), ``tcp://host:port`` and ``tls://host:port``, parsed for dialing or listening, and
-a bound socket's name written back as an address; a Unix socket's file checked and
-reclaimed."""
+a bound socket's name written back as an address; the SSL context an address needs (or
+refuses); a Unix socket's file checked and reclaimed."""
 
 from __future__ import annotations
 
 import errno
 import os
 import socket
+import ssl
 import stat
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._core._tls import refuse_tls
 from .errors import AddressError
 
-__all__ = ["UNIX_PATH_MAX", "format_tcp", "parse_tcp", "parse_unix", "reclaim_unix_path",
-           "socket_inode"]
+__all__ = ["UNIX_PATH_MAX", "check_tls", "format_tcp", "parse_tcp", "parse_unix",
+           "reclaim_unix_path", "socket_inode"]
 
 #: The longest Unix socket path, in bytes (``sun_path`` less its terminating NUL).
 UNIX_PATH_MAX = 107
@@ -59,6 +61,18 @@ def parse_tcp(address: str, *, listening: bool) -> tuple[str, int]:
     if port == 0 and not listening:
         raise AddressError(f"{address!r}: cannot dial port 0")
     return host, port
+
+
+def check_tls(address: str, ssl_context: ssl.SSLContext | None, *, listening: bool) -> bool:
+    """Whether ``address`` is ``tls:``; its context is required, others refuse one."""
+    if not address.startswith("tls:"):
+        refuse_tls(ssl_context, "unix: and tcp:")
+        return False
+    if ssl_context is None:
+        side = "a server" if listening else "a client"
+        raise ValueError(f"{address}: tls:// links need {side} ssl_context (certificate, key "
+                         "and CA: see lazily_transports.tls.TLSFiles)")
+    return True
 
 
 def format_tcp(sockname: Any, scheme: str = "tcp") -> str:

@@ -1,6 +1,7 @@
 """Unix-domain (``unix:///path``, ``unix:relpath``), TCP (``tcp://host:port``) and TCP with
 TLS (``tls://host:port``, given SSL contexts: see :mod:`lazily_transports.tls`) links;
-their addresses are parsed by :mod:`lazily_transports.socket_addresses`.
+their addresses are parsed by :mod:`lazily_transports.socket_addresses`, and
+:mod:`lazily_transports.socket_listener` holds their listening sockets.
 
 Frames are length-prefixed (see ``framing``). Queued frames are coalesced into one
 ``write`` per event-loop iteration (or written at once by ``flush``) and incoming chunks
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import ssl
 from collections.abc import Callable, Hashable
@@ -24,19 +24,13 @@ from ._core._admission import AdmissionGate, accept_backlog
 from ._core._buffered import BufferedChannel
 from ._core._framing import FrameDecoder, frame_header
 from ._core._reservation import FrameReservation
-from ._core._tls import refuse_tls
 from ._core._tls_admission import admits_before_tls, admitted_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import FrameTooLargeError, LinkBrokenError
 from .frame_budget import FrameBudget
-from .socket_addresses import (
-    format_tcp,
-    parse_tcp,
-    parse_unix,
-    reclaim_unix_path,
-    socket_inode,
-)
+from .socket_addresses import check_tls, format_tcp, parse_tcp, parse_unix, reclaim_unix_path
+from .socket_listener import SocketListener
 from .tls import PeerCertificate, peer_certificate_of
 
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
@@ -46,18 +40,6 @@ logger = logging.getLogger("lazily_transports.sockets")
 #: Flush inline (instead of at the end of the loop iteration) past this many bytes.
 _EAGER_FLUSH = 256 * 1024
 _CLOSE_GRACE = 1.0
-
-
-def _check_tls(address: str, ssl_context: ssl.SSLContext | None, *, listening: bool) -> bool:
-    """Whether ``address`` is ``tls:``; its context is required, others refuse one."""
-    if not address.startswith("tls:"):
-        refuse_tls(ssl_context, "unix: and tcp:")
-        return False
-    if ssl_context is None:
-        side = "a server" if listening else "a client"
-        raise ValueError(f"{address}: tls:// links need {side} ssl_context (certificate, key "
-                         "and CA: see lazily_transports.tls.TLSFiles)")
-    return True
 
 
 class SocketChannel(BufferedChannel, asyncio.Protocol):
@@ -318,39 +300,13 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
                 transport.abort()
 
 
-class SocketListener(Listener):
-    """A listening Unix or TCP socket; on ``tls:`` ``handshakes`` caps the connections
-    still in their TLS handshake."""
-
-    handshakes: AdmissionGate | None = None
-
-    def __init__(self, server: asyncio.AbstractServer, address: str, path: str | None) -> None:
-        self._server = server
-        self._address = address
-        self._path = path
-        self._inode = socket_inode(path) if path else None
-
-    @property
-    def address(self) -> str:
-        return self._address
-
-    async def aclose(self) -> None:
-        self._server.close()
-        if (self._path is not None and self._inode is not None
-                and socket_inode(self._path) == self._inode):
-            try:
-                os.unlink(self._path)
-            except OSError:
-                pass
-
-
 class SocketTransport(Transport):
     """Transport for ``unix:``, ``tcp:`` and ``tls:`` addresses."""
 
     async def connect(
         self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
     ) -> DataChannel:
-        tls = _check_tls(address, ssl_context, listening=False)
+        tls = check_tls(address, ssl_context, listening=False)
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
             path = parse_unix(address)
@@ -374,7 +330,7 @@ class SocketTransport(Transport):
         *,
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
-        tls = _check_tls(address, ssl_context, listening=True)
+        tls = check_tls(address, ssl_context, listening=True)
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
             path = parse_unix(address)

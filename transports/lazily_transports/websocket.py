@@ -1,4 +1,5 @@
-"""WebSocket links (``ws://host:port/path``, ``wss://...``): one binary message per frame.
+"""WebSocket links (``ws://host:port/path``, ``wss://...``, parsed by
+:mod:`lazily_transports.websocket_addresses`): one binary message per frame.
 
 Built on ``websockets.asyncio`` with compression off. ``wss://`` listeners need a
 server ``ssl.SSLContext``; dialers may pass a client context (default: the system's).
@@ -54,9 +55,10 @@ from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from ._core._ws_flow import Counting, CountingClientConnection, WsReading, counting
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
-from .errors import AddressError, LinkBrokenError
+from .errors import LinkBrokenError
 from .frame_budget import FrameBudget
 from .tls import PeerCertificate, peer_certificate_of
+from .websocket_addresses import check_tls, parse_websocket
 
 __all__ = ["WebSocketChannel", "WebSocketListener", "WebSocketTransport", "parse_websocket"]
 
@@ -66,32 +68,6 @@ _CLOSE_TIMEOUT = 1.0
 _MAX_QUEUE = 64
 #: Incoming WebSocket frames queued before reading pauses, until the peer is authenticated.
 _HANDSHAKE_QUEUE = 2
-
-
-def parse_websocket(address: str, *, listening: bool) -> tuple[str, str, int, str]:
-    """Scheme, host, port and path of a ``ws://`` or ``wss://`` address."""
-    parts = urlsplit(address)
-    if parts.scheme not in ("ws", "wss") or parts.query or parts.fragment:
-        raise AddressError(f"expected ws://HOST:PORT/PATH or wss://..., got {address!r}")
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise AddressError(f"{address!r}: {exc}") from None
-    host = parts.hostname
-    if not host:
-        raise AddressError(f"{address!r} has no host")
-    if port is None:
-        port = 443 if parts.scheme == "wss" else 80
-    if port == 0 and not listening:
-        raise AddressError(f"{address!r}: cannot dial port 0")
-    return parts.scheme, host, port, parts.path or "/"
-
-
-def _check_tls(scheme: str, ssl_context: ssl.SSLContext | None, *, listening: bool) -> None:
-    if scheme == "ws" and ssl_context is not None:
-        raise ValueError("ssl_context given for a plain ws:// address; use wss://")
-    if scheme == "wss" and listening and ssl_context is None:
-        raise ValueError("listening on wss:// needs a server ssl_context (certificate and key)")
 
 
 class WebSocketChannel(BufferedChannel):
@@ -324,7 +300,7 @@ class WebSocketTransport(Transport):
         self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
     ) -> DataChannel:
         scheme, _host, _port, _path = parse_websocket(address, listening=False)
-        _check_tls(scheme, ssl_context, listening=False)
+        check_tls(scheme, ssl_context, listening=False)
         try:
             ws = await connect(
                 address,
@@ -351,7 +327,7 @@ class WebSocketTransport(Transport):
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
         scheme, host, port, path = parse_websocket(address, listening=True)
-        _check_tls(scheme, ssl_context, listening=True)
+        check_tls(scheme, ssl_context, listening=True)
 
         def route(connection: ServerConnection, request: Request) -> Response | None:
             if urlsplit(request.path).path != path:
