@@ -2,36 +2,35 @@
 does it do to commit latency? The same flood against NATS JetStream R3, in the same run.
 
     python benchmarks/client_flood.py [--flooders N] [--seconds S] [--peers none|nats]
-                                      [--rounds R] [--clients-at members|leader] [--json]
+                                      [--rounds R] [--clients-at members|leader]
+                                      [--commit-target S] [--json]
     lazily-queue bench client_flood ...
 
-Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability =
-"fsync"``) serve clients on Unix sockets. A probe client pushes one item at a time
-and records each push's commit latency, first alone (baseline), then while N flooder
-processes (4 clients each, every client with 512 pushes outstanding) and one greedy
-client (10,000 pushes at once on one link) push as fast as they can (the probe starts
-1 s after every flooder process has linked its clients, however long they took to
-start). The flooder
-processes share a session of their own (:mod:`benchmarks.client_flood_group`): with
-Linux's autogroup scheduling a probe in their session would wait for a CPU behind them,
-which measures the harness, not the cluster; the probe's own wait for a CPU per time
-slice under the flood is reported. The probe prefers
-the leader; each flooder process links to a member in turn and stays on it
-(``--clients-at members``, the default: clients beside their member, as web workers
-beside their node, and as NATS's connections spread over its servers), or every flood
-client prefers the leader too (``--clients-at leader``: one member serves the whole
-flood). Members bound
-what they serve (512 requests in flight per client, 1,024 in all and a few more for
-clients with little in flight; the rest waits unread on the links), so the flood can
-neither grow a member's memory nor crowd heartbeats out of its event loop, and serve
-clients fairly (the lightest first, a bounded window of ops proposed at once), so the
-probe's op is proposed as soon as it is read; every queue shares the one Raft log, so it
-then commits behind the flood's ops proposed before it (at most a window of them per
-member). The run reports the leader and term before,
-during (sampled every 250 ms) and after the flood, the probe's p50/p99 in both phases
-and its p50 under the flood as a multiple of its p50 alone, the flood's committed
-pushes/s, the most requests a member held in flight and the members the flood's
-clients ended linked to.
+Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability = "fsync"``)
+serve clients on Unix sockets. A probe client pushes one item at a time and records each
+push's commit latency, first alone (baseline), then while N flooder processes (4 clients
+each, every client with 512 pushes outstanding) and one greedy client (10,000 pushes at
+once on one link) push as fast as they can (the probe starts 1 s after every flooder
+process has linked its clients, however long they took to start). The flooder processes
+share a session of their own (:mod:`benchmarks.client_flood_group`): with Linux's
+autogroup scheduling a probe in their session would wait for a CPU behind them, which
+measures the harness, not the cluster; the probe's own wait for a CPU per time slice
+under the flood is reported. The probe prefers the leader; each flooder process links to
+a member in turn and stays on it (``--clients-at members``, the default: clients beside
+their member, as web workers beside their node, and as NATS's connections spread over
+its servers), or every flood client prefers the leader too (``--clients-at leader``: one
+member serves the whole flood). Members bound what they serve (512 requests in flight
+per client, 1,024 in all and a few more for clients with little in flight; the rest
+waits unread on the links), so the flood can neither grow a member's memory nor crowd
+heartbeats out of its event loop, and serve clients fairly (the lightest first, a
+bounded window of ops proposed at once), so the probe's op is proposed as soon as it is
+read; every queue shares the one Raft log, so it then commits behind the flood's ops
+proposed before it (at most a window of them per member, which shrinks while the flood's
+commits take longer than the members' ``client_commit_target``; ``--commit-target 0``
+keeps it whole). The run reports the leader and term before, during (sampled every 250
+ms) and after the flood, the probe's p50/p99 in both phases and its p50 under the flood
+as a multiple of its p50 alone, the flood's committed pushes/s, the most requests a
+member held in flight and the members the flood's clients ended linked to.
 
 Then (``--peers nats``, the default) the same workload against NATS JetStream R3
 (:mod:`benchmarks.client_flood_nats`: three clustered ``nats-server``, file storage, a
@@ -121,9 +120,10 @@ asyncio.run(main())
 '''
 
 
-def _config(root: Path, node: int) -> Path:
+def _config(root: Path, node: int, commit_target: float | None = None) -> Path:
     peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in (1, 2, 3))
-    text = "\n".join([
+    target = [] if commit_target is None else [f"client_commit_target = {commit_target}"]
+    text = "\n".join([*target,
         f"id = {node}", 'cluster = "flood-bench"', f'data_dir = "{root}/d{node}"',
         f'listen = "unix://{root}/n{node}.sock"', 'http = "127.0.0.1:0"',
         'durability = "fsync"', f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60",
@@ -177,14 +177,15 @@ class RoundFailed(RuntimeError):
 ROUND_LIMIT = 120.0
 
 
-async def run(flooders: int, seconds: float, clients_at: str = "members") -> dict[str, Any]:
+async def run(flooders: int, seconds: float, clients_at: str = "members",
+              commit_target: float | None = None) -> dict[str, Any]:
     from lazily_queue import connect
     from lazily_queue.demo.processes import NodeProcess
 
     root = Path(tempfile.mkdtemp(prefix="lazily-flood-"))
     token = secrets.token_hex(16)
     env = node_env(**{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
-    procs = [NodeProcess(i, _config(root, i), cwd=ROOT, env=env,
+    procs = [NodeProcess(i, _config(root, i, commit_target), cwd=ROOT, env=env,
                          log_path=root / f"node{i}.log") for i in (1, 2, 3)]
     addresses = [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]
     out: dict[str, Any] = {}
@@ -290,12 +291,13 @@ async def run_nats(flooders: int, seconds: float) -> dict[str, Any]:
 
 
 async def run_all(flooders: int, seconds: float, peers: str,
-                  clients_at: str = "members") -> dict[str, Any]:
+                  clients_at: str = "members", commit_target: float | None = None,
+                  ) -> dict[str, Any]:
     """Every system's figures (or ``{"error": ...}``) and the peers skipped."""
     out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds,
                            "clients_at": clients_at, "systems": {}, "skipped": {}}
-    out["systems"]["lazily"] = await run(flooders, seconds, clients_at)
-    _print_lazily(out["systems"]["lazily"], flooders, seconds, clients_at)
+    out["systems"]["lazily"] = await run(flooders, seconds, clients_at, commit_target)
+    _print_lazily(out["systems"]["lazily"], flooders, seconds, clients_at, commit_target)
     if peers == "nats":
         why = missing("nats-server", "nats", "nats-py")
         if why is not None:
@@ -315,17 +317,20 @@ async def run_all(flooders: int, seconds: float, peers: str,
 
 
 def _print_lazily(out: dict[str, Any], flooders: int, seconds: float,
-                  clients_at: str) -> None:
+                  clients_at: str, commit_target: float | None = None) -> None:
     from lazily_queue import ClientAccess
     from lazily_queue.client.fair import fair_budget, fair_window
 
-    access = ClientAccess([])
+    access = ClientAccess([]) if commit_target is None else ClientAccess(
+        [], commit_target=commit_target)
     print(f"{flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
           f"client with 10,000 at once, for {seconds:g} s")
     print(f"lazily-queue: members serve at most {access.max_in_flight} requests per client "
           f"and {access.max_total_in_flight:,} in all (+{fair_budget(access)['reserve']} for "
           f"light clients), and propose {fair_window(access)['window']} at once "
-          f"(+{fair_window(access)['reserve']})")
+          f"(+{fair_window(access)['reserve']}), "
+          + (f"fewer while clients wait and commits take over {access.commit_target:g} s"
+             if access.commit_target else "always (client_commit_target = 0)"))
     where = ("each flooder process starts at a member in turn and stays on it"
              if clients_at == "members" else "every client prefers the leader")
     linked = ", ".join(f"node {node} {count}" for node, count in sorted(
@@ -434,17 +439,22 @@ def main() -> int:
     parser.add_argument("--clients-at", choices=CLIENTS_AT, default="members",
                         help="members (default): each flooder process links to a member in "
                              "turn and stays; leader: every client prefers the leader")
+    parser.add_argument("--commit-target", type=float, default=None, metavar="S",
+                        help="the members' client_commit_target (seconds; 0: a fixed "
+                             "window; default: the members' default)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     if args.flooders < 1 or args.seconds < 3 or args.rounds < 1:
         parser.error("--flooders >= 1, --seconds >= 3 and --rounds >= 1")
+    if args.commit_target is not None and not 0 <= args.commit_target < float("inf"):
+        parser.error("--commit-target is a number of seconds, 0 or more")
     runs: list[dict[str, Any]] = []
     try:
         for number in range(1, args.rounds + 1):
             if args.rounds > 1:
                 print(f"-- round {number} of {args.rounds}", flush=True)
             runs.append(asyncio.run(run_all(args.flooders, args.seconds, args.peers,
-                                            args.clients_at)))
+                                            args.clients_at, args.commit_target)))
     except RoundFailed as exc:
         print(f"client_flood: {exc}", file=sys.stderr)
         return 1

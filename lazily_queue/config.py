@@ -22,6 +22,7 @@
     # clients_ca = "certs/clients-ca.pem"   # CA of client certificates (lazily_queue.client)
     max_client_links = 4096             # client links this member holds open in all
     client_frame_budget = 67108864      # bytes of client frames still arriving it holds
+    client_commit_target = 0.01         # seconds: under a flood, propose fewer at once
 
     [metrics]                           # optional: /metrics
     named_objects = 1000                # queues, work queues, topics each shown by name;
@@ -74,17 +75,15 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import TLSFiles
 
-from .client.frame_budget import DEFAULT_CLIENT_FRAME_BUDGET
-from .client.link_caps import DEFAULT_MAX_CLIENT_LINKS
 from .client.settings import (
     ClientConfig,
+    ClientLimits,
     check_clients_tls,
     client_access,
-    parse_client_frame_budget,
+    parse_client_limits,
     parse_clients,
     parse_clients_ca,
     parse_clients_listen,
-    parse_max_client_links,
 )
 from .config_credentials import admin_token, cluster_secret
 from .config_keys import (
@@ -125,7 +124,7 @@ KNOWN_KEYS = frozenset(
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
      "admin_token_file", "http_advertise", "tls", "webrtc", "clients", "clients_ca",
      "client", "dedup", "max_objects", "max_subscribers", "metrics",
-     "max_client_links", "client_frame_budget"}
+     "max_client_links", "client_frame_budget", "client_commit_target"}
 )
 
 
@@ -159,8 +158,7 @@ class NodeConfig:
     clients_listen: tuple[str, ...] | None = None
     clients: tuple[ClientConfig, ...] = ()
     clients_ca: Path | None = None
-    max_client_links: int = DEFAULT_MAX_CLIENT_LINKS
-    client_frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET
+    client_limits: ClientLimits = field(default_factory=ClientLimits)
     admin_token_env: str | None = None
     admin_token_file: Path | None = None
     http_advertise: str | None = None
@@ -184,8 +182,7 @@ class NodeConfig:
     def client_access(self) -> ClientAccess | None:
         """The ``[[client]]`` grants with their tokens read now (``None`` without any)."""
         return client_access(self.clients, self.clients_listen, self.tls, self.source,
-                             self.clients_ca, self.max_client_links,
-                             self.client_frame_budget)
+                             self.clients_ca, self.client_limits)
 
     def admin_token(self, *, check_secret: bool = True) -> str | None:
         """The admin API's token (``None``: no `admin_token_env` / `admin_token_file`);
@@ -382,10 +379,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         clients_listen=clients_listen,
         clients=clients,
         clients_ca=clients_ca,
-        max_client_links=parse_max_client_links(
-            doc.get("max_client_links", DEFAULT_MAX_CLIENT_LINKS), fail),
-        client_frame_budget=parse_client_frame_budget(
-            doc.get("client_frame_budget", DEFAULT_CLIENT_FRAME_BUDGET), fail),
+        client_limits=parse_client_limits(doc, fail),
         admin_token_env=None if token_env is None else parse_string(
             token_env, fail, "admin_token_env"),
         admin_token_file=None if token_file is None else base / parse_string(

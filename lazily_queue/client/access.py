@@ -47,6 +47,7 @@ from .certificates import (
 )
 from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET
 from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT
+from .proposal_window import DEFAULT_COMMIT_TARGET, check_commit_target
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
@@ -299,7 +300,9 @@ class ClientAccess:
     ``listen`` (one address or several) of their own, or by default the member's own
     listen address. ``max_links`` caps the client links the member holds open in all
     (:mod:`.link_caps`), ``frame_budget`` the bytes of their frames still arriving
-    (:mod:`.frame_budget`)."""
+    (:mod:`.frame_budget`). While clients have more ops than the member proposes at
+    once, it proposes fewer while their commits take longer than ``commit_target``
+    seconds (0: never; :mod:`.proposal_window`)."""
 
     def __init__(
         self,
@@ -311,11 +314,13 @@ class ClientAccess:
         ssl_context: ssl.SSLContext | None = None,
         max_links: int = DEFAULT_MAX_CLIENT_LINKS,
         frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET,
+        commit_target: float = DEFAULT_COMMIT_TARGET,
     ) -> None:
         """``ssl_context`` is the server context of ``wss://`` addresses in ``listen``."""
         check_positive(max_links, "max_links")
         check_positive(frame_budget, "frame_budget")
         self.max_links = max_links
+        self.commit_target = check_commit_target(commit_target, "commit_target")
         self.frame_budget = frame_budget
         self.ssl_context = ssl_context
         self.grants: dict[str, ClientGrant] = {}

@@ -6,7 +6,9 @@ order). At most ``window`` ops of this member are proposed and unanswered at onc
 the rest wait in their lanes, and when room frees the lane with the fewest ops
 proposed goes first, up to :data:`TURN_OPS` ops a turn. So a client with one op in
 flight enters the next proposal instead of the back of what a flood queued, and the
-log holds at most a window of this member's ops ahead of it.
+log holds at most a window of this member's ops ahead of it; while lanes wait, the
+window shrinks as far as it must for their ops to commit within the member's commit
+target (:mod:`.proposal_window`).
 
 What waits in a lane already holds its slots of the budget (memory stays bounded by
 it); a lane's ops are proposed under the session they were read under, in order; ops
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..raft.errors import CommitTimeout
 from ..replicated import ops
 from .batching import PendingOp, answer_each, client_ops, group
+from .proposal_window import ProposalWindow
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -49,6 +52,8 @@ RESERVE_SHARE = 0.125
 BUDGET_RESERVE_SHARE = 0.0625
 #: The smallest default window (ops).
 MIN_WINDOW = 64
+#: The least the window shrinks to under its commit target (ops; :mod:`.proposal_window`).
+FLOOR_WINDOW = 32
 
 
 def fair_budget(access: ClientAccess) -> dict[str, int]:
@@ -57,11 +62,14 @@ def fair_budget(access: ClientAccess) -> dict[str, int]:
     return {"reserve": int(size * BUDGET_RESERVE_SHARE), "light": LIGHT}
 
 
-def fair_window(access: ClientAccess) -> dict[str, int]:
-    """The :class:`OpScheduler` window and reserve for a member's ``access``."""
+def fair_window(access: ClientAccess, fsync: Callable[[], float] = lambda: 0.0
+                ) -> dict[str, Any]:
+    """The :class:`OpScheduler` window, its control and the reserve for a member's
+    ``access``; ``fsync()`` says how long the member's last fsync took (seconds)."""
     size = access.max_total_in_flight
     window = min(size, max(MIN_WINDOW, int(size * WINDOW_SHARE)))
-    return {"window": window, "reserve": int(window * RESERVE_SHARE)}
+    control = ProposalWindow(window, FLOOR_WINDOW, access.commit_target, fsync)
+    return {"window": window, "reserve": int(window * RESERVE_SHARE), "control": control}
 
 
 Answer = Callable[["ClientConnection", PendingOp, Any, "BaseException | None"], None]
@@ -98,11 +106,11 @@ class OpScheduler:
 
     def __init__(self, node: Node, window: int, *, reserve: int = 0, answer: Answer,
                  fail: Callable[[ClientConnection, int, BaseException], None],
-                 release: Callable[[ClientConnection], None]) -> None:
-        if window < 1:
-            raise ValueError(f"the proposal window must be at least 1 op, not {window}")
+                 release: Callable[[ClientConnection], None],
+                 control: ProposalWindow | None = None) -> None:
+        #: Sizes the window (at most ``window``; fixed there when ``None``).
+        self.control = ProposalWindow(window, window, 0) if control is None else control
         self.node = node
-        self.window = window
         #: Ops beyond the window only light lanes propose (at most LIGHT each).
         self.reserve = max(0, reserve)
         self.in_window = 0
@@ -111,6 +119,11 @@ class OpScheduler:
         self._turns: list[tuple[int, int, _Lane]] = []
         self._order = itertools.count(1)
         self._dispatching = False
+
+    @property
+    def window(self) -> int:
+        """Most ops proposed and unanswered at once now (besides the reserve)."""
+        return self.control.size
 
     @property
     def waiting(self) -> int:
@@ -162,7 +175,9 @@ class OpScheduler:
             lane.turn = next(self._order)
             heapq.heappush(self._turns, (lane.proposed, lane.turn, lane))
 
-    def _done(self, lane: _Lane, count: int) -> None:
+    def _done(self, lane: _Lane, count: int, proposed_at: float) -> None:
+        now = asyncio.get_running_loop().time()
+        self.control.committed(now - proposed_at, now)
         self.in_window -= count
         lane.proposed -= count
         if not lane.items and not lane.proposed and self._lanes.get(lane.conn) is lane:
@@ -185,24 +200,25 @@ class OpScheduler:
             if lane.turn != turn or self._lanes.get(lane.conn) is not lane:
                 heapq.heappop(turns)
                 continue  # taken out of order, or dropped
-            room = self.window - self.in_window
+            room = self.control.size - self.in_window
             if room > 0:
                 if self.in_window - start >= TURN_OPS:
                     self._later()
                     return
                 heapq.heappop(turns)
                 self._take_turn(lane, room)
-            elif self.in_window < self.window + self.reserve:
+                continue
+            self.control.pressed()
+            if self.in_window < self.control.size + self.reserve:
                 for _, turn, lane in [entry for entry in turns if entry[2].light]:
                     if lane.turn == turn and self._lanes.get(lane.conn) is lane:
                         self._take_turn(lane, 0)  # the reserve
-                return
-            else:
-                return
+            return
 
     def _take_turn(self, lane: _Lane, room: int) -> None:
         if room <= 0 and lane.light:  # the reserve, at most LIGHT ops a lane
-            room = min(self.window + self.reserve - self.in_window, LIGHT - lane.proposed)
+            room = min(self.control.size + self.reserve - self.in_window,
+                       LIGHT - lane.proposed)
         lane.turn = 0
         if room > 0:
             self._turn(lane, min(TURN_OPS, room))
@@ -252,16 +268,18 @@ class OpScheduler:
         """Propose ``pending`` (several ops of one group as one ``CLIENT_OPS``, see
         :mod:`.batching`); each one refused here is answered and its slots given back."""
         config = self.node.driver.replica.config
+        at = asyncio.get_running_loop().time()
         for members in group(pending, message_limit=config.max_message_bytes,
                              command_bytes=config.max_command_bytes):
             self.in_window += len(members)
             lane.proposed += len(members)
-            if len(members) > 1 and self._propose_ops(lane, session, members):
+            if len(members) > 1 and self._propose_ops(lane, session, members, at):
                 continue
             for op in members:
-                self._propose_op(lane, session, op)
+                self._propose_op(lane, session, op, at)
 
-    def _propose_ops(self, lane: _Lane, session: int, members: list[PendingOp]) -> bool:
+    def _propose_ops(self, lane: _Lane, session: int, members: list[PendingOp],
+                     at: float) -> bool:
         """Propose ``members`` as one ``CLIENT_OPS``; False when the replica refuses them
         together (each is then proposed alone, and refused alone)."""
         driver, conn = self.node.driver, lane.conn
@@ -273,7 +291,7 @@ class OpScheduler:
         count = len(members)
 
         def done(result: Any, error: BaseException | None) -> None:
-            self._done(lane, count)
+            self._done(lane, count, at)
             answer(result, error)
 
         try:
@@ -285,12 +303,12 @@ class OpScheduler:
         driver.wake()
         return True
 
-    def _propose_op(self, lane: _Lane, session: int, op: PendingOp) -> None:
+    def _propose_op(self, lane: _Lane, session: int, op: PendingOp, at: float) -> None:
         driver, conn = self.node.driver, lane.conn
         code, args = ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args]
 
         def answer(result: Any, error: BaseException | None) -> None:
-            self._done(lane, 1)
+            self._done(lane, 1, at)
             self._answer(conn, op, result, error)
 
         try:
@@ -298,7 +316,7 @@ class OpScheduler:
                 driver.propose(code, args, timeout=op.timeout)  # raises why it cannot
             driver.replica.propose(code, args, timeout=op.timeout, on_done=answer)
         except Exception as exc:  # not running, no disk, a value replicas would refuse
-            self._done(lane, 1)
+            self._done(lane, 1, at)
             self._fail_op(conn, op.rid, exc)
             self._release(conn)
             return

@@ -111,7 +111,8 @@ class ClientServer:
         #: The objects some client watches (the state machine's tap).
         self.watched = self._watchers.by_key.keys()
         self._slots = FairBudget(access.max_total_in_flight, **fair_budget(access))
-        self._fair = OpScheduler(node, **fair_window(access),
+        window = fair_window(access, fsync=lambda: node.driver.fsync.policy.last)
+        self._fair = OpScheduler(node, **window,
                                  answer=lambda *a: self._answer_op(*a),
                                  fail=lambda *a: self._fail(*a), release=lambda c: self._release(c))
         self._listeners: list[AbstractAsyncContextManager[Any]] = []
@@ -168,8 +169,9 @@ class ClientServer:
             await context.__aexit__(None, None, None)
 
     def stats(self) -> dict[str, Any]:
-        """Connected clients, requests served and refused, requests in flight now, links
-        closed for their silence (:mod:`.idle`) and refused over a cap (:mod:`.link_caps`)."""
+        """Connected clients, requests served and refused, requests in flight now and
+        the ops proposed at most at once (:mod:`.proposal_window`), links closed for their
+        silence (:mod:`.idle`) and refused over a cap (:mod:`.link_caps`)."""
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
                 "idle_closed": self.idle.closed, "links_refused": self.links.refused,
@@ -177,6 +179,7 @@ class ClientServer:
                 "frame_budget_waiting": self.frame_budget.waiting,
                 "frame_budget_closed": self.idle.budget_closed,
                 "in_flight": self._slots.used, "waiting": self._fair.waiting,
+                "window": self._fair.window,
                 "watched": len(self._watchers.by_key)}
 
     # -- a client link -----------------------------------------------------------------------

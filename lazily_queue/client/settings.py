@@ -43,6 +43,7 @@ from ..errors import InvalidConfiguration, shown
 from ..names import check_positive
 from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET
 from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT
+from .proposal_window import DEFAULT_COMMIT_TARGET, check_commit_target
 
 if TYPE_CHECKING:
     from .access import ClientAccess
@@ -219,31 +220,37 @@ def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fai
     return addresses
 
 
-def parse_max_client_links(raw: Any, fail: Fail) -> int:
-    """The top-level ``max_client_links`` key: the client links a member holds in all."""
-    try:
-        check_positive(raw, "`max_client_links`")
-    except InvalidConfiguration as exc:
-        raise fail(str(exc)) from None
-    return int(raw)
+@dataclass(frozen=True)
+class ClientLimits:
+    """The top-level keys bounding how a member serves its clients:
+    ``max_client_links`` (the client links it holds in all, :mod:`.link_caps`),
+    ``client_frame_budget`` (bytes of client frames still arriving it holds in all,
+    :mod:`.frame_budget`) and ``client_commit_target`` (seconds, :mod:`.proposal_window`).
+    """
+
+    max_links: int = DEFAULT_MAX_CLIENT_LINKS
+    frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET
+    commit_target: float = DEFAULT_COMMIT_TARGET
 
 
-def parse_client_frame_budget(raw: Any, fail: Fail) -> int:
-    """The top-level ``client_frame_budget`` key: bytes of client frames still arriving
-    a member holds in all (:mod:`.frame_budget`)."""
+def parse_client_limits(doc: dict[str, Any], fail: Fail) -> ClientLimits:
+    """The :class:`ClientLimits` keys of a configuration's top level."""
     try:
-        check_positive(raw, "`client_frame_budget`")
+        return ClientLimits(
+            check_positive(doc.get("max_client_links", DEFAULT_MAX_CLIENT_LINKS),
+                           "`max_client_links`"),
+            check_positive(doc.get("client_frame_budget", DEFAULT_CLIENT_FRAME_BUDGET),
+                           "`client_frame_budget`"),
+            check_commit_target(doc.get("client_commit_target", DEFAULT_COMMIT_TARGET),
+                                "`client_commit_target`"))
     except InvalidConfiguration as exc:
         raise fail(str(exc)) from None
-    return int(raw)
 
 
 def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | None,
                   tls: TLSFiles | None, source: str,
                   clients_ca: Path | None = None,
-                  max_client_links: int = DEFAULT_MAX_CLIENT_LINKS,
-                  client_frame_budget: int = DEFAULT_CLIENT_FRAME_BUDGET,
-                  ) -> ClientAccess | None:
+                  limits: ClientLimits = ClientLimits()) -> ClientAccess | None:
     """The grants of ``clients`` with their tokens read now (``None`` without any); a
     ``tls://`` or ``wss://`` address is served with the node's TLS files, verifying
     client certificates against ``clients_ca`` (else [tls] ``ca``)."""
@@ -271,7 +278,8 @@ def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | N
         if clients_ca is not None or any(c.by_certificate for c in clients):
             ssl_context = _clients_context(tls, clients, clients_ca)
     return ClientAccess(grants, listen=listen, ssl_context=ssl_context,
-                        max_links=max_client_links, frame_budget=client_frame_budget)
+                        max_links=limits.max_links, frame_budget=limits.frame_budget,
+                        commit_target=limits.commit_target)
 
 
 def _clients_context(tls: TLSFiles, clients: tuple[ClientConfig, ...],

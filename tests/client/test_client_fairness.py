@@ -14,6 +14,7 @@ from lazily_queue import ClientAccess, ClientGrant, testing
 from lazily_queue.client.batching import PendingOp
 from lazily_queue.client.fair import TURN_OPS, OpScheduler
 from lazily_queue.client.fair_budget import FairBudget
+from lazily_queue.client.proposal_window import ProposalWindow
 from lazily_queue.raft.errors import CommitTimeout
 from lazily_queue.raft.proposals import ReplicaConfig
 from lazily_queue.replicated import ops
@@ -148,7 +149,8 @@ class _Node:
 class _Scheduler:
     """An OpScheduler over a replica that records proposals (answered by the test)."""
 
-    def __init__(self, window: int, reserve: int = 0) -> None:
+    def __init__(self, window: int, reserve: int = 0,
+                 control: ProposalWindow | None = None) -> None:
         self.node = _Node()
         self.answers: list[tuple[Any, int, Any]] = []
         self.released: list[Any] = []
@@ -156,7 +158,7 @@ class _Scheduler:
             self.node, window, reserve=reserve,  # type: ignore[arg-type]
             answer=lambda conn, op, result, error: self.answers.append((conn, op.rid, error)),
             fail=lambda conn, rid, error: self.answers.append((conn, rid, error)),
-            release=lambda conn: self.released.append(conn))
+            release=lambda conn: self.released.append(conn), control=control)
 
     @property
     def proposed(self) -> list[tuple[int, list[Any], Callable[[Any, Any], None]]]:
@@ -208,6 +210,18 @@ async def test_a_light_client_behind_a_waiting_greedy_one_uses_the_reserve() -> 
     s.add("greedy", 10, 10)  # waits, ahead of ...
     s.add("light", 100, 1)  # ... the light client, which goes at once all the same
     assert [s.seqs(k) for k in range(len(s.proposed))] == [[1, 2, 3, 4], [100]]
+
+
+@pytest.mark.parametrize("target", [1e-9, 0.0])
+async def test_ops_waiting_behind_slow_commits_shrink_the_window(target: float) -> None:
+    s = _Scheduler(window=64, control=ProposalWindow(64, 8, target=target, interval=0))
+    s.add("greedy", 1, 200)
+    assert len(s.seqs(0)) == 64  # the window is full: the rest waits
+    await asyncio.sleep(0.001)
+    s.complete(0)  # slower than the target, with ops waiting
+    await _until(lambda: len(s.proposed) == 2, "room is given out")
+    assert len(s.seqs(1)) == (51 if target else 64)
+    assert s.sched.window == (51 if target else 64)
 
 
 async def test_the_scheduler_yields_to_the_loop_between_large_turns() -> None:
