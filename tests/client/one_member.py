@@ -113,3 +113,15 @@ def unread_while_waiting(node: Node) -> int:
     count = fcntl.ioctl(transport.get_extra_info("socket").fileno(), termios.FIONREAD,
                         b"\0" * 4)
     return int(struct.unpack("i", count)[0])
+
+
+def web_client_config(config: Path, top: str, client: str = "") -> Any:
+    """The configuration ``config`` of a member serving client "web" (token from
+    ``$LQ_WEB``), ``top`` among its top-level keys and ``client`` in the client's table,
+    written and loaded."""
+    from lazily_queue.config import load_config
+
+    config.write_text(f'id = 1\ndata_dir = "data"\nlisten = "unix:///tmp/lq-{config.stem}.sock"'
+                      f'\nsecret_env = "LQ_SECRET"\n{top}\n[peers]\n[[client]]\nname = "web"'
+                      f'\ntoken_env = "LQ_WEB"\n{client}\n')
+    return load_config(config)

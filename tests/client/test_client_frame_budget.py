@@ -26,9 +26,15 @@ from lazily_queue import (
 from lazily_queue.client import protocol as P
 from lazily_queue.client.frame_budget import FRAME_BUDGET
 from lazily_queue.client.link import Link
-from lazily_queue.config import ConfigError, load_config
+from lazily_queue.config import ConfigError
 from lazily_queue.replicated import ops
-from tests.client.one_member import TOKEN, linked, one_member, unread_while_waiting
+from tests.client.one_member import (
+    TOKEN,
+    linked,
+    one_member,
+    unread_while_waiting,
+    web_client_config,
+)
 
 
 def member(frame_budget: int) -> AbstractAsyncContextManager[Node]:
@@ -225,10 +231,7 @@ def test_the_budget_is_read_from_the_configuration(tmp_path: Path,
     monkeypatch.setenv("LQ_WEB", TOKEN.decode())
 
     def loaded(top: str) -> Any:
-        config.write_text(f'id = 1\ndata_dir = "data"\nlisten = "unix:///tmp/lq-fb.sock"\n'
-                          f'secret_env = "LQ_SECRET"\n{top}\n[peers]\n[[client]]\nname = "web"'
-                          '\ntoken_env = "LQ_WEB"\n')
-        return load_config(config)
+        return web_client_config(config, top)
 
     assert loaded("client_frame_budget = 1000000").client_access().frame_budget == 1_000_000
     assert loaded("").client_access().frame_budget == 64 * 1024 * 1024

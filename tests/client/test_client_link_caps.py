@@ -27,9 +27,9 @@ from lazily_queue import (
     connect,
 )
 from lazily_queue.client import link_caps
-from lazily_queue.config import ConfigError, load_config
+from lazily_queue.config import ConfigError
 from lazily_queue.out_of_files import OutOfFiles
-from tests.client.one_member import one_member
+from tests.client.one_member import one_member, web_client_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -178,10 +178,7 @@ def test_caps_are_grant_access_and_toml_settings(tmp_path: Path,
     config = tmp_path / "node.toml"
 
     def loaded(top: str, client: str) -> Any:
-        config.write_text(f'id = 1\ndata_dir = "data"\nlisten = "unix:///tmp/lq-caps.sock"\n'
-                          f'secret_env = "LQ_SECRET"\n{top}\n[peers]\n[[client]]\nname = "web"'
-                          f'\ntoken_env = "LQ_WEB"\n{client}\n')
-        return load_config(config)
+        return web_client_config(config, top, client)
 
     monkeypatch.setenv("LQ_WEB", WEB.decode())
     access = loaded("max_client_links = 10", "max_links = 3").client_access()

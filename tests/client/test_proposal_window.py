@@ -13,9 +13,9 @@ from lazily_queue.client.proposal_window import (
     FSYNC_FACTOR,
     ProposalWindow,
 )
-from lazily_queue.config import ConfigError, load_config
+from lazily_queue.config import ConfigError
 from lazily_queue.errors import InvalidConfiguration
-from tests.client.one_member import TOKEN, one_member
+from tests.client.one_member import TOKEN, one_member, web_client_config
 
 
 def _slow_turns(window: ProposalWindow, turns: int, latency: float,
@@ -120,10 +120,7 @@ def test_the_commit_target_is_read_from_the_configuration(
     monkeypatch.setenv("LQ_WEB", TOKEN.decode())
 
     def loaded(top: str) -> ClientAccess:
-        config.write_text(f'id = 1\ndata_dir = "data"\nlisten = "unix:///tmp/lq-ct.sock"\n'
-                          f'secret_env = "LQ_SECRET"\n{top}\n[peers]\n[[client]]\nname = "web"'
-                          '\ntoken_env = "LQ_WEB"\n')
-        access = load_config(config).client_access()
+        access = web_client_config(config, top).client_access()
         assert access is not None
         return access
 
