@@ -152,6 +152,18 @@ MUTATIONS = [
         ("tests/client/test_client_fairness.py",),
         "a light client's op is proposed before a greedy client's queued ones"),
     Mutation(
+        "window-ignores-pressure", "lazily_queue/client/proposal_window.py",
+        "if target and self._pressed and self._total > target * self._count:",
+        "if target and self._total > target * self._count:",
+        ("tests/client/test_proposal_window.py",),
+        "slow commits shrink the window only while clients' ops wait for room"),
+    Mutation(
+        "window-never-shrinks", "lazily_queue/client/fair.py",
+        "            self.control.pressed()\n",
+        "",
+        ("tests/client/test_client_fairness.py",),
+        "ops waiting behind slow commits shrink a member's proposal window"),
+    Mutation(
         "mirror-feeds-groups-twice", "lazily_queue/client/mirror.py",
         "            if op[0] == ops.GROUP_DECLARE:\n",
         "            if False:\n",
