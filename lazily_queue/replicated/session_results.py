@@ -10,7 +10,9 @@ member's :data:`MEMBER_KEPT_BYTES`, all sessions together at most :data:`KEPT_BY
 :data:`IN_CLIENT` for them, and a retry of one is answered by the client's session.
 A result not kept, or given up for room, leaves :data:`NOT_KEPT` in its place: a retry
 of its op is answered that it was applied and its result is no longer kept, never
-applied again.
+applied again. A client op the client's session refused as a whole (the session not
+held: ended or forgotten) leaves :data:`NOT_HELD` in the member's session: a retry of
+it is refused again, never answered as applied.
 """
 
 from __future__ import annotations
@@ -48,12 +50,19 @@ NOT_KEPT = OpError("duplicate", "already applied; its result is no longer kept (
 IN_CLIENT = OpError("in_client_session", "a client's ops: their results are kept by the "
                     "client's session")
 
+#: What a member's session keeps for a client op (or ops) its client's session refused as
+#: a whole, not held (ended or forgotten): a retry is refused again, whatever the session
+#: tables hold by then.
+NOT_HELD = OpError("client_session_not_held", "a client's ops refused: their session was "
+                   "not held")
+
 
 def kept_size(result: Any, limit: int = SESSION_KEPT_BYTES) -> int:
     """The bytes ``result`` counts for when kept (over ``limit``: too large to keep;
-    ``None``, :data:`NOT_KEPT` and :data:`IN_CLIENT`, shared by all, count nothing)."""
-    if result is None or (type(result) is OpError and (result == NOT_KEPT
-                                                       or result == IN_CLIENT)):
+    ``None``, :data:`NOT_KEPT`, :data:`IN_CLIENT` and :data:`NOT_HELD`, shared by all,
+    count nothing)."""
+    if result is None or (type(result) is OpError and (
+            result == NOT_KEPT or result == IN_CLIENT or result == NOT_HELD)):
         return 0
     return result_size(result, limit)
 

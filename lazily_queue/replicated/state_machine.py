@@ -21,8 +21,9 @@ gives up its least recently seen one (:mod:`.client_sessions`), so no client can
 another's out. Every session keeps a bounded amount of results in bytes, and all
 together too (:mod:`.session_results`): a retry of an op whose result is no longer kept
 is answered so, never applied again; a member's session keeps no copy of the results of
-the client ops it proposed (a retry is answered by the client's session). Sessions are
-part of the snapshot (:mod:`.state_snapshot`).
+the client ops it proposed (a retry is answered by the client's session, or refused
+again when that refused it, not held). Sessions are part of the snapshot
+(:mod:`.state_snapshot`).
 An ephemeral subscription a client's op starts is owned by its session, and ends when
 that session is dropped or goes unrefreshed for a grace (:mod:`.ephemeral_owners`).
 A client closing cleanly ends its session with its last op; later ops under it are
@@ -79,6 +80,7 @@ from .ops import (
 from .receipts import ReceiptLedger
 from .session_results import (
     IN_CLIENT,
+    NOT_HELD,
     NOT_KEPT,
     SEQ_REUSED,
     KeptResults,
@@ -141,8 +143,11 @@ class StateMachine(StateSnapshots):
         self.sessions: OrderedDict[int, Session] = OrderedDict()
         #: How many client sessions each client holds (:mod:`.client_sessions`).
         self.client_counts = ClientSessions()
-        #: Set while a member's retried client op is answered by the client's session.
-        self._again = False
+        #: While a member's retried client op is answered by the client's session: what
+        #: the member's session kept for it (:data:`IN_CLIENT` or :data:`NOT_HELD`).
+        self._again: OpError | None = None
+        #: Whether the client op applied last was refused as a whole, its session not held.
+        self._not_held = False
         #: Client sessions owning ephemeral subscriptions (:mod:`.ephemeral_owners`).
         self.ephemeral_owners = ephemeral_owners.EphemeralOwners()
         #: Client sessions ended lately (:mod:`.session_end`).
@@ -194,12 +199,12 @@ class StateMachine(StateSnapshots):
             seq, code = op[0], op[1]
             if seq in done or seq < session.floor:
                 kept = done.get(seq, _DUPLICATE)
-                if kept == IN_CLIENT:  # each op answered by (or applied in) its session
-                    self._again = True
+                if kept == IN_CLIENT or kept == NOT_HELD:  # answered by its session
+                    self._again = IN_CLIENT if kept == IN_CLIENT else NOT_HELD
                     try:
                         kept = self._apply_plain(code, op[2:])
                     finally:
-                        self._again = False
+                        self._again = None
                 else:
                     self.duplicate_ops += 1
                 results.append(kept)
@@ -208,7 +213,7 @@ class StateMachine(StateSnapshots):
             if code in _SUBSCRIBE_OPS and self.ephemeral_owners.owner:
                 ephemeral_owners.subscribed(self, None, code, op[2:], result)
             if code in _WRAPPERS:
-                session.keep(seq, IN_CLIENT)
+                session.keep(seq, NOT_HELD if self._not_held else IN_CLIENT)
             elif result is None:  # what most ops answer: nothing to count (KeptResults.keep)
                 session.keep(seq, None)
             else:
@@ -248,6 +253,7 @@ class StateMachine(StateSnapshots):
     def apply_client(self, args: list[Any]) -> Any:
         """The ``CLIENT_OP`` handler: ``[session, seq, floor, code, *args]`` applies the
         op once per client session (module docstring)."""
+        self._not_held = False
         if len(args) < 4 or type(args[0]) is not int or type(args[2]) is not int:
             return _MALFORMED_CLIENT_OP
         return self._apply_in_session(args[0], args[2], [args[1:2] + args[3:]])[0]
@@ -255,6 +261,7 @@ class StateMachine(StateSnapshots):
     def apply_client_ops(self, args: list[Any]) -> Any:
         """The ``CLIENT_OPS`` handler: ``[session, floor, [seq, code, *args], ...]``
         applies each op as ``CLIENT_OP`` would, in order; one result per op."""
+        self._not_held = False
         if (len(args) < 3 or type(args[0]) is not int or type(args[1]) is not int
                 or not all(type(op) is list and len(op) >= 2 for op in args[2:])):
             return OpError("malformed_client_ops", "client ops are [session, floor, [seq, "
@@ -268,6 +275,7 @@ class StateMachine(StateSnapshots):
         first op not applied before."""
         results: list[Any] = []
         session: Session | None = None
+        looked = False
         for op in ops:
             seq, code = op[0], op[1]
             if (type(seq) is not int or type(code) is not int or sid <= CLIENT_SESSION_BASE
@@ -275,20 +283,18 @@ class StateMachine(StateSnapshots):
                 results.append(_MALFORMED_CLIENT_OP)
                 continue
             if session is None:
-                session = self.sessions.get(sid)
+                session = None if self._again is NOT_HELD else self.sessions.get(sid)
                 if session is None:
-                    if sid in self.ended:  # a retried end is answered as the first was
-                        results.append(None if code == SESSION_END else session_end.ENDED)
+                    found = self._not_held_session(sid, code)
+                    if type(found) is not Session:
+                        self._not_held = self._not_held or not looked  # refused as a whole
+                        looked = True
+                        results.append(found)
                         continue
-                    if self._again:  # its session was dropped since: never applied twice
-                        results.append(NOT_KEPT)
-                        continue
-                    if session_register.registered(sid):  # forgotten: never opened by an op
-                        results.append(session_register.UNKNOWN)
-                        continue
-                    session = self.open_client_session(sid)
+                    session = found
                 else:
                     self.sessions.move_to_end(sid)
+                looked = True
                 session.seen = self.now
             done = session.done
             if seq in done or seq < session.floor:
@@ -323,6 +329,21 @@ class StateMachine(StateSnapshots):
                 session.keep_op(seq, identity(op))
             results.append(result)
         return results
+
+    def _not_held_session(self, sid: int, code: int) -> Session | Any:
+        """Client session ``sid``, not held, opened at its first op (unless registered),
+        or the answer refusing op ``code`` under it; a member's retry of an op refused
+        before (:data:`NOT_HELD`) is refused again, one applied before never applied
+        twice."""
+        again = self._again
+        registered = session_register.registered(sid)
+        if sid in self.ended or (again is NOT_HELD and not registered):
+            return None if code == SESSION_END else session_end.ENDED  # as the first was
+        if again is IN_CLIENT:  # its session was dropped since: never applied twice
+            return NOT_KEPT
+        if registered:  # forgotten: never opened by an op
+            return session_register.UNKNOWN
+        return self.open_client_session(sid)
 
     def open_client_session(self, sid: int) -> Session:
         """A new client session, seen now; at the bound, the least recently seen session

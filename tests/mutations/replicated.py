@@ -27,9 +27,10 @@ MUTATIONS = [
         "a client's op retried through another member applies at most once"),
     Mutation(
         "forgotten-session-op-applied", "lazily_queue/replicated/state_machine.py",
-        "                        results.append(session_register.UNKNOWN)\n"
+        "                        results.append(found)\n"
         "                        continue\n",
-        "                        results.append(session_register.UNKNOWN)\n",
+        "                        results.append(found)\n"
+        "                        found = self.open_client_session(sid)\n",
         ("tests/sim/test_registered_sessions_checker.py::"
          "test_an_op_refused_under_a_forgotten_session_is_fenced_off_the_replay",),
         "an op refused under a forgotten session (session_unknown) is never applied"),
@@ -253,19 +254,27 @@ MUTATIONS = [
         "a restored replica reaps in another order than a live one and diverges"),
     Mutation(
         "session-end-opens-a-new-window", "lazily_queue/replicated/state_machine.py",
-        "                    if sid in self.ended:",
-        "                    if False:",
+        "        if sid in self.ended or (",
+        "        if False or (",
         ("tests/replicated/test_session_end.py::"
          "test_an_op_under_an_ended_session_is_refused_and_not_applied_again",),
         "a retried op under an ended session is applied again in a fresh session"),
     Mutation(
         "forgotten-registered-session-opened-again", "lazily_queue/replicated/state_machine.py",
-        "                    if session_register.registered(sid):  # forgotten: never opened "
-        "by an op",
-        "                    if False:",
+        "        if registered:  # forgotten: never opened by an op",
+        "        if False:",
         ("tests/replicated/test_session_register.py::"
          "test_a_retry_after_its_session_expired_is_refused_and_not_applied_again",),
         "a retry under a forgotten registered session is applied again in a fresh session"),
+    Mutation(
+        "member-retry-of-refused-client-op-answered-applied",
+        "lazily_queue/replicated/state_machine.py",
+        "session.keep(seq, NOT_HELD if self._not_held else IN_CLIENT)",
+        "session.keep(seq, IN_CLIENT)",
+        ("tests/replicated/test_session_register.py::test_a_members_retry_of_a_client_op_"
+         "refused_under_a_forgotten_session_is_refused_again",),
+        "a member's retry of a client op refused under a forgotten session is never "
+        "answered as applied (duplicate)"),
     Mutation(
         "receipts-bounded-per-queue-only", "lazily_queue/replicated/receipts.py",
         "        while self.total > self.limit:\n            self._drop_oldest()\n        if",

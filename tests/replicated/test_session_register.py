@@ -12,6 +12,7 @@ from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops, session_end, session_register
 from lazily_queue.replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
 from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
+from lazily_queue.replicated.session_results import NOT_KEPT
 from lazily_queue.replicated.state_machine import (
     CLIENT_SESSION_BASE,
     MAX_CLIENT_SESSIONS,
@@ -148,3 +149,76 @@ def test_a_snapshot_holding_a_session_registered_past_its_count_is_refused() -> 
     doc["registered_sessions"] = 1
     with pytest.raises(ValueError, match="registered after the 1 registrations"):
         StateMachine().validate(doc)
+
+
+MEMBER = 7
+
+
+def _member(sm: StateMachine, seq: int, op: list[Any], stamp: int = 2_000) -> Any:
+    """Apply ``op`` as member session ``MEMBER``'s op ``seq`` (applied again: a retry of
+    a batch whose first answer the member lost, over a leader change say)."""
+    result = sm.apply(encode_command(MEMBER, 1, [[seq, *op]]), stamp)
+    assert isinstance(result, list)
+    return result[0]
+
+
+def _forgotten(sm: StateMachine) -> int:
+    sid = _register(sm)
+    for _ in range(MAX_CLIENT_SESSIONS):  # the same client opens sessions without end
+        _register(sm)
+    assert sid not in sm.sessions
+    return sid
+
+
+def test_a_members_retry_of_a_client_op_refused_under_a_forgotten_session_is_refused_again(
+        ) -> None:
+    sm = _machine()
+    sid = _forgotten(sm)
+    push = [ops.CLIENT_OP, sid, 1, 0, ops.QUEUE_PUSH, "q", "x"]
+    pushes = [ops.CLIENT_OPS, sid, 0, [2, ops.QUEUE_PUSH, "q", "y"], [3, ops.BARRIER]]
+    assert _member(sm, 1, push) == UNKNOWN
+    assert _member(sm, 2, pushes) == [UNKNOWN, UNKNOWN]
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    for replica in (sm, restored):  # never answered as applied ("duplicate")
+        assert _member(replica, 1, push, 3_000) == UNKNOWN
+        assert _member(replica, 2, pushes, 3_000) == [UNKNOWN, UNKNOWN]
+        assert replica.queues["q"].elements() == [] and sid not in replica.sessions
+        assert replica.sessions[MEMBER].kept_bytes == 0
+    assert restored.capture() == sm.capture()
+
+
+def test_a_members_retry_of_a_client_op_refused_under_an_ended_session_stays_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_end, "ENDED_KEPT", 8)
+    sm = _machine()
+    legacy = CLIENT_SESSION_BASE + (WEB << OWNER_SHIFT) + 12345
+    ended = []
+    for sid in (_register(sm), legacy):
+        assert _client(sm, sid, 1, ops.SESSION_END) is None
+        ended.append(sid)
+    assert _member(sm, 1, [ops.CLIENT_OP, ended[0], 2, 0, ops.QUEUE_PUSH, "q", "x"]) \
+        == session_end.ENDED
+    assert _member(sm, 2, [ops.CLIENT_OP, legacy, 2, 0, ops.QUEUE_PUSH, "q", "x"]) \
+        == session_end.ENDED
+    for _ in range(8):  # the client cycles sessions: the ended ids are pushed out
+        _client(sm, _register(sm), 1, ops.SESSION_END)
+    assert not {*ended} & {*sm.ended.ended, *sm.sessions}
+    assert _member(sm, 1, [ops.CLIENT_OP, ended[0], 2, 0, ops.QUEUE_PUSH, "q", "x"]) \
+        == UNKNOWN
+    assert _member(sm, 2, [ops.CLIENT_OP, legacy, 2, 0, ops.QUEUE_PUSH, "q", "x"]) \
+        == session_end.ENDED
+    assert sm.queues["q"].elements() == [] and legacy not in sm.sessions
+
+
+def test_a_members_retry_of_a_client_op_applied_before_its_session_went_is_not_refused(
+        ) -> None:
+    sm = _machine()
+    sid = _register(sm)
+    push = [ops.CLIENT_OP, sid, 1, 0, ops.QUEUE_PUSH, "q", "x"]
+    assert _member(sm, 1, push) is None
+    for _ in range(MAX_CLIENT_SESSIONS):
+        _register(sm)
+    assert sid not in sm.sessions
+    assert _member(sm, 1, push) == NOT_KEPT  # applied: its result is no longer kept
+    assert sm.queues["q"].elements() == ["x"]
