@@ -89,6 +89,10 @@ SESSION_REGISTER_FEATURE = "client-session-register-v1"
 #: dropped first (a repeat of its settlement then answered without a receipt): an older
 #: member would keep it and diverge.
 RECEIPTS_TOTAL_FEATURE = "work-receipts-total-v1"
+#: A member's retry of a client op its client's session refused (not held: ended or
+#: forgotten) is refused again: an older member would answer it as applied and its
+#: result no longer kept (``duplicate``), keep another mark for it, and diverge.
+CLIENT_REFUSALS_FEATURE = "client-op-refusals-kept-v1"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -107,4 +111,4 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,
                                SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,
                                GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,
-                               RECEIPTS_TOTAL_FEATURE})
+                               RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE})

@@ -45,6 +45,7 @@ from lazily_transports import (
 from ..errors import InvalidConfiguration, shown
 from .features import (
     CLIENT_EPHEMERAL_FEATURE,
+    CLIENT_REFUSALS_FEATURE,
     CLIENT_SESSIONS_FEATURE,
     DEDUP_FEATURE,
     GOODBYE_FEATURE,
@@ -77,6 +78,7 @@ from .network import BatchHandler, FrameHandler, PeerHandler
 
 __all__ = [
     "CLIENT_EPHEMERAL_FEATURE",
+    "CLIENT_REFUSALS_FEATURE",
     "CLIENT_SESSIONS_FEATURE",
     "DEDUP_FEATURE",
     "GOODBYE_FEATURE",

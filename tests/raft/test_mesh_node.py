@@ -208,7 +208,8 @@ async def test_a_member_added_back_elsewhere_is_linked_by_a_node_with_stale_peer
                                      mesh.SESSION_END_FEATURE,
                                      mesh.GROUP_RUN_SNAPSHOT_FEATURE,
                                      mesh.SESSION_REGISTER_FEATURE,
-                                     mesh.RECEIPTS_TOTAL_FEATURE])
+                                     mesh.RECEIPTS_TOTAL_FEATURE,
+                                     mesh.CLIENT_REFUSALS_FEATURE])
 async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
     missing: str,
