@@ -56,11 +56,9 @@ class ProposalWindow:
                  interval: float = INTERVAL) -> None:
         if ceiling < 1:
             raise ValueError(f"the proposal window must be at least 1 op, not {ceiling}")
-        if target < 0:
-            raise ValueError(f"the commit target must be 0 or more seconds, not {target}")
         self.ceiling = ceiling
         self.floor = max(1, min(floor, ceiling))
-        self.target = target
+        self.target = check_commit_target(target, "the commit target")
         self.interval = interval
         #: Most ops proposed and unanswered at once now.
         self.size = ceiling

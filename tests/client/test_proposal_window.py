@@ -87,7 +87,8 @@ def test_target_zero_keeps_the_ceiling() -> None:
 
 
 @pytest.mark.parametrize("ceiling, target, message", [
-    (0, 0.01, "at least 1 op"), (10, -1.0, "0 or more seconds")])
+    (0, 0.01, "at least 1 op"), (10, -1.0, "a number of seconds, 0 or more"),
+    (10, float("nan"), "a number of seconds, 0 or more")])
 def test_bad_arguments_are_refused(ceiling: int, target: float, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ProposalWindow(ceiling, 1, target=target)
