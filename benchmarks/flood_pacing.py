@@ -1,0 +1,122 @@
+"""How a flood client sends: as fast as its bound allows (closed loop), or on a schedule
+at a rate (open loop), shared by :mod:`benchmarks.client_flood`'s flooders and
+:mod:`benchmarks.client_flood_nats`'s.
+
+Closed loop, a client keeps ``in_flight`` pushes outstanding: each one answered, the
+next is sent, so the flood runs at whatever rate the system commits. Open loop, a client
+given ``rate`` pushes per second has push *k* due ``k / rate`` seconds after it starts,
+and sends it then if fewer than ``in_flight`` of its pushes are outstanding. A push it
+could not send on time (its bound full, or due more than :data:`LATE` seconds before the
+client got to it, its process short of a CPU) is counted *behind* and never sent: a
+system that cannot keep up shows as pushes behind, and the flood does not turn into a
+closed loop, nor catch up in a burst. :func:`client_rate` splits the whole flood's rate
+evenly over its clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import time
+from collections.abc import Awaitable, Callable
+
+#: Seconds past its due time after which a push not yet sent counts as behind.
+LATE = 0.1
+
+
+def check_rate(rate: float) -> float:
+    """``rate`` if it is a number of pushes per second over 0; :class:`ValueError` in one
+    line otherwise (0, negative, not a number, infinite)."""
+    if not (isinstance(rate, int | float) and math.isfinite(rate) and rate > 0):
+        raise ValueError(f"a flood's rate is pushes per second, a finite number over 0, "
+                         f"not {rate!r}")
+    return float(rate)
+
+
+def rate_argument(text: str) -> float:
+    """``--rate`` on a command line: :func:`check_rate` of the number ``text``."""
+    try:
+        return check_rate(float(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"pushes per second, a finite number over 0, not {text!r}") from None
+
+
+def client_rate(rate: float | None, clients: int) -> float | None:
+    """Each of ``clients`` clients' share of a flood offering ``rate`` pushes per second
+    in all (``None``: no rate, each client floods closed-loop)."""
+    if rate is None:
+        return None
+    if clients < 1:
+        raise ValueError(f"a flood has at least one client, not {clients}")
+    return check_rate(rate) / clients
+
+
+class Pacer:
+    """One client's schedule: push ``k`` is due at ``start + k / rate``. :meth:`due`
+    says how many to send now and counts those behind; :attr:`sent` and :attr:`behind`
+    count the pushes due so far."""
+
+    def __init__(self, rate: float, in_flight: int, start: float, late: float = LATE) -> None:
+        if in_flight < 1:
+            raise ValueError(f"a client keeps at least 1 push outstanding, not {in_flight}")
+        self.rate, self.in_flight, self.start, self.late = check_rate(rate), in_flight, start, late
+        self.sent = self.behind = 0
+        self._next = 0
+
+    @property
+    def next_at(self) -> float:
+        """When the next push not yet sent nor counted behind is due."""
+        return self.start + self._next / self.rate
+
+    def due(self, now: float, outstanding: int) -> int:
+        """How many pushes to send at ``now`` with ``outstanding`` of this client's pushes
+        unanswered: every push due by ``now`` is sent, while the bound has room and it is
+        at most :attr:`late` seconds late, or else counted behind."""
+        send = 0
+        while (at := self.next_at) <= now:
+            self._next += 1
+            if at < now - self.late or outstanding + send >= self.in_flight:
+                self.behind += 1
+            else:
+                send += 1
+        self.sent += send
+        return send
+
+
+async def flood(push: Callable[[], Awaitable[object]], in_flight: int, until: float,
+                rate: float | None = None, clock: Callable[[], float] = time.monotonic,
+                sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> int:
+    """Call ``push`` until ``until`` (``clock``'s time): closed loop with ``in_flight``
+    lanes when ``rate`` is ``None``, else on :class:`Pacer`'s schedule at ``rate``
+    pushes per second with at most ``in_flight`` outstanding. Returns the pushes behind
+    schedule (0 closed-loop) once every push sent has ended; a push that raises ends
+    the flood with its exception."""
+    if rate is None:
+        async def lane() -> None:
+            while clock() < until:
+                await push()
+
+        await asyncio.gather(*(lane() for _ in range(in_flight)))
+        return 0
+    pacer = Pacer(rate, in_flight, clock())
+    pending: set[asyncio.Future[object]] = set()
+    failed: list[BaseException] = []
+
+    def ended(task: asyncio.Future[object]) -> None:
+        pending.discard(task)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            failed.append(error)
+
+    while (now := clock()) < until and not failed:
+        for _ in range(pacer.due(now, len(pending))):
+            task = asyncio.ensure_future(push())
+            pending.add(task)
+            task.add_done_callback(ended)
+        await sleep(max(0.0, min(pacer.next_at, until) - clock()))
+    if pending:
+        await asyncio.wait(set(pending))
+    if failed:
+        raise failed[0]
+    return pacer.behind
