@@ -3,7 +3,7 @@ does it do to commit latency? The same flood against NATS JetStream R3, in the s
 
     python benchmarks/client_flood.py [--flooders N] [--seconds S] [--peers none|nats]
                                       [--rounds R] [--clients-at members|leader]
-                                      [--commit-target S] [--json]
+                                      [--commit-target S] [--rate N] [--json]
     lazily-queue bench client_flood ...
 
 Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability = "fsync"``)
@@ -43,6 +43,16 @@ to install it when ``nats-server`` or nats-py is missing. A table ends the run, 
 per system; with ``--json`` the last line is one JSON object. ``--rounds R`` runs it
 all R times (the systems take turns) and reports each figure's median, with each
 round's flood p50: on a shared machine one round can be far off the next.
+
+Each system floods at its own saturation by default, so the probe's latency compares
+two saturated systems at different rates. ``--rate N`` has both floods offer the same
+load: N pushes (publishes) per second in all, split evenly over every flood client (the
+greedy one included), open loop (:mod:`benchmarks.flood_pacing`): each client sends on a
+schedule, with at most its usual bound outstanding (512, 10,000 for the greedy one), and
+counts each push it could not send on time as behind schedule, never sent; a system
+that cannot keep up at N shows pushes behind, and commits less than N. The figures and
+the table then carry the offered rate and the pushes behind beside the rate committed.
+The printing and the table are :mod:`benchmarks.client_flood_report`'s.
 """
 
 from __future__ import annotations
@@ -50,7 +60,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import secrets
 import shutil
 import sys
@@ -76,12 +85,18 @@ from benchmarks.client_flood_group import (  # noqa: E402
     wait_per_run,
     wait_per_wake,
 )
+from benchmarks.client_flood_report import (  # noqa: E402
+    SYSTEMS,
+    over_rounds,
+    print_lazily,
+    print_nats,
+    table,
+)
+from benchmarks.flood_pacing import client_rate, rate_argument  # noqa: E402
 from benchmarks.peers_common import (  # noqa: E402
     PAYLOAD,
     cpu_seconds,
     flood_cpu,
-    markdown_table,
-    median_systems,
     missing,
     node_env,
     percentiles,
@@ -94,27 +109,27 @@ SECRET_ENV, TOKEN_ENV = "LAZILY_FLOOD_SECRET", "LAZILY_FLOOD_TOKEN"
 FLOODER = MARK_READY + r'''
 import asyncio, json, sys, time
 from lazily_queue import connect
-async def client(addresses, token, until, inflight, counts, prefer):
+from benchmarks.flood_pacing import flood
+async def client(addresses, token, until, inflight, counts, prefer, rate):
     async with connect(addresses, ("flood", token), max_in_flight=inflight,
                        op_timeout=120, prefer_leader=prefer) as c:
         q = c.queue("flood")
         linked(int(sys.argv[4]))
-        async def lane():
-            while time.monotonic() < until:
-                await q.push(b"x" * 100)
-                counts[0] += 1
-        await asyncio.gather(*(lane() for _ in range(inflight)))
+        async def push():
+            await q.push(b"x" * 100)
+            counts[0] += 1
+        counts[1] += await flood(push, inflight, until, rate)
         return c.member
 async def main():
     addresses, token = sys.argv[1].split(","), sys.argv[2].encode()
     seconds, clients, inflight = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-    prefer = sys.argv[6] == "leader"
-    counts = [0]
+    prefer, rate = sys.argv[6] == "leader", json.loads(sys.argv[7])
+    counts = [0, 0]
     until = time.monotonic() + seconds
     cpu = time.process_time()
-    members = await asyncio.gather(*(client(addresses, token, until, inflight, counts, prefer)
-                                     for _ in range(clients)))
-    print(json.dumps({"acked": counts[0], "members": members,
+    members = await asyncio.gather(*(client(addresses, token, until, inflight, counts, prefer,
+                                            rate) for _ in range(clients)))
+    print(json.dumps({"acked": counts[0], "behind": counts[1], "members": members,
                       "cpu": time.process_time() - cpu}), flush=True)
 asyncio.run(main())
 '''
@@ -178,7 +193,8 @@ ROUND_LIMIT = 120.0
 
 
 async def run(flooders: int, seconds: float, clients_at: str = "members",
-              commit_target: float | None = None) -> dict[str, Any]:
+              commit_target: float | None = None, rate: float | None = None
+              ) -> dict[str, Any]:
     from lazily_queue import connect
     from lazily_queue.demo.processes import NodeProcess
 
@@ -192,6 +208,7 @@ async def run(flooders: int, seconds: float, clients_at: str = "members",
     flood: asyncio.subprocess.Process | None = None
     stage = "starting the nodes"
     limit = ROUND_LIMIT + 4 * seconds
+    each = json.dumps(client_rate(rate, 4 * flooders + 1))
     try:
         async with asyncio.timeout(limit), aiohttp.ClientSession() as session:
             await start_nodes(procs)
@@ -212,12 +229,12 @@ async def run(flooders: int, seconds: float, clients_at: str = "members",
                 stage = "starting the flood"
                 cpu_before, flood_began = sum(map(cpu_seconds, pids)), time.monotonic()
                 argvs = []
-                for k, (clients, each) in enumerate(
+                for k, (clients, bound) in enumerate(
                         [*[("4", "512")] * flooders, ("1", "10000")]):
                     turn = k % len(addresses) if clients_at == "members" else 0
                     argvs.append([sys.executable, "-c", FLOODER,
                                   ",".join(addresses[turn:] + addresses[:turn]), token,
-                                  str(seconds), clients, each, clients_at])
+                                  str(seconds), clients, bound, clients_at, each])
                 flood = await start_flood(argvs, env, ready=root / "ready")
                 stage = "waiting for every flooder to link its clients"
                 await flood_ready(flood, root / "ready", len(argvs))
@@ -228,10 +245,11 @@ async def run(flooders: int, seconds: float, clients_at: str = "members",
                 out["probe_cpu_wait_ms"] = wait_per_wake(waited, run_queue_wait())
                 out["members_wait_per_run"] = wait_per_run(members, cpu_and_wait(pids))
                 stage = "waiting for the flooders to end"
-                pushed, linked, clients_cpu = 0, {}, 0.0
+                pushed, behind, clients_cpu = 0, 0, 0.0
+                linked: dict[str, int] = {}
                 for text in await flood_outputs(flood):
                     report = json.loads(text.strip().splitlines()[-1])
-                    pushed += report["acked"]
+                    pushed, behind = pushed + report["acked"], behind + report["behind"]
                     clients_cpu += report["cpu"]
                     for member in report["members"]:
                         linked[str(member)] = linked.get(str(member), 0) + 1
@@ -267,24 +285,20 @@ async def run(flooders: int, seconds: float, clients_at: str = "members",
         "baseline_p50_ms": base50, "baseline_p99_ms": base99, "baseline_samples": len(baseline),
         "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
         "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
-        "flood_pushes_per_s": round(pushed / seconds),
-        "max_member_in_flight": max(in_flight, default=0),
+        "flood_pushes_per_s": round(pushed / seconds), "flood_rate": rate,
+        "flood_behind": behind, "max_member_in_flight": max(in_flight, default=0),
         "flood_clients_at": linked,
     })
     return out
 
 
-#: (key, title) of each system in the table.
-SYSTEMS = {"lazily": "lazily-queue", "nats": "NATS JetStream R3",
-           "nats_shared": "NATS R3, probe on the flood's stream"}
-
-
-async def run_nats(flooders: int, seconds: float) -> dict[str, Any]:
+async def run_nats(flooders: int, seconds: float, rate: float | None = None
+                   ) -> dict[str, Any]:
     from benchmarks import client_flood_nats
 
     root = Path(tempfile.mkdtemp(prefix="lazily-flood-nats-"))
     try:
-        return await client_flood_nats.run(root / "nats", flooders, seconds)
+        return await client_flood_nats.run(root / "nats", flooders, seconds, rate=rate)
     finally:
         reap()
         shutil.rmtree(root, ignore_errors=True)
@@ -292,12 +306,13 @@ async def run_nats(flooders: int, seconds: float) -> dict[str, Any]:
 
 async def run_all(flooders: int, seconds: float, peers: str,
                   clients_at: str = "members", commit_target: float | None = None,
-                  ) -> dict[str, Any]:
+                  rate: float | None = None) -> dict[str, Any]:
     """Every system's figures (or ``{"error": ...}``) and the peers skipped."""
     out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds,
-                           "clients_at": clients_at, "systems": {}, "skipped": {}}
-    out["systems"]["lazily"] = await run(flooders, seconds, clients_at, commit_target)
-    _print_lazily(out["systems"]["lazily"], flooders, seconds, clients_at, commit_target)
+                           "clients_at": clients_at, "rate": rate, "systems": {},
+                           "skipped": {}}
+    out["systems"]["lazily"] = await run(flooders, seconds, clients_at, commit_target, rate)
+    print_lazily(out["systems"]["lazily"], flooders, seconds, clients_at, commit_target, rate)
     if peers == "nats":
         why = missing("nats-server", "nats", "nats-py")
         if why is not None:
@@ -305,126 +320,15 @@ async def run_all(flooders: int, seconds: float, peers: str,
             print(f"{SYSTEMS['nats']}: skipped ({why})", flush=True)
             return out
         try:
-            figures = await run_nats(flooders, seconds)
+            figures = await run_nats(flooders, seconds, rate)
         except Exception as exc:
             cause = " | ".join(str(exc).split("\n"))
             out["systems"]["nats"] = {"error": f"{type(exc).__name__}: {cause}"}
             print(f"{SYSTEMS['nats']}: failed: {out['systems']['nats']['error']}", flush=True)
             return out
         out["systems"]["nats"] = figures
-        _print_nats(figures)
+        print_nats(figures)
     return out
-
-
-def _print_lazily(out: dict[str, Any], flooders: int, seconds: float,
-                  clients_at: str, commit_target: float | None = None) -> None:
-    from lazily_queue import ClientAccess
-    from lazily_queue.client.fair import fair_budget, fair_window
-
-    access = ClientAccess([]) if commit_target is None else ClientAccess(
-        [], commit_target=commit_target)
-    print(f"{flooders} flooder processes x 4 clients x 512 in flight, plus one greedy "
-          f"client with 10,000 at once, for {seconds:g} s")
-    print(f"lazily-queue: members serve at most {access.max_in_flight} requests per client "
-          f"and {access.max_total_in_flight:,} in all (+{fair_budget(access)['reserve']} for "
-          f"light clients), and propose {fair_window(access)['window']} at once "
-          f"(+{fair_window(access)['reserve']}), "
-          + (f"fewer while clients wait and commits take over {access.commit_target:g} s"
-             if access.commit_target else "always (client_commit_target = 0)"))
-    where = ("each flooder process starts at a member in turn and stays on it"
-             if clients_at == "members" else "every client prefers the leader")
-    linked = ", ".join(f"node {node} {count}" for node, count in sorted(
-        out["flood_clients_at"].items()))
-    print(f"clients: {where}; the flood's clients ended linked to {linked} (the probe "
-          "prefers the leader)")
-    print(f"leader before {out['leader_before']}, after {out['leader_after']}; seen during "
-          f"the flood: {', '.join(out['leaders_seen'])} -> "
-          f"{'kept' if out['leader_kept'] else 'NOT kept'}")
-    _print_probe(out)
-    print(f"flood: {out['flood_pushes_per_s']:,} committed pushes/s; at most "
-          f"{out['max_member_in_flight']} requests in flight on a member")
-    _print_cpu(out, "members")
-
-
-def _print_cpu(out: dict[str, Any], cluster: str) -> None:
-    print(f"CPU while flooding ({os.cpu_count()} cores here): the {cluster} "
-          f"{out['flood_cluster_cores']} cores ({out['flood_cluster_us_per_op']} us per "
-          f"acknowledged push), the flooders {out['flood_clients_cores']}", flush=True)
-
-
-def _print_probe(out: dict[str, Any]) -> None:
-    print(f"probe commit latency, 1 in flight: alone p50 {out['baseline_p50_ms']} ms, p99 "
-          f"{out['baseline_p99_ms']} ms; under the flood p50 {out['flood_p50_ms']} ms "
-          f"({out['flood_p50_ratio']}x alone), p99 {out['flood_p99_ms']} ms "
-          f"({out['flood_samples']} samples)")
-    if out.get("probe_cpu_wait_ms") is not None:
-        print(f"the probe's process waited {out['probe_cpu_wait_ms']} ms for a CPU per time "
-              "slice under the flood (the flooders run in a session of their own)")
-    if out.get("members_wait_per_run") is not None:
-        print(f"the members' event loops waited for a CPU {out['members_wait_per_run']} s per "
-              f"second they ran under the flood, {out.get('members_wait_per_run_alone')} s "
-              "alone (well over 0: the machine is short of CPUs, and every step of a commit "
-              "waits for one)")
-
-
-def _print_nats(out: dict[str, Any]) -> None:
-    for note in out["notes"]:
-        print(note)
-    leaders = ", ".join(f"{stream} {out['leader_before'][stream]} -> "
-                        f"{out['leader_after'][stream]}" for stream in out["leader_before"])
-    print(f"stream leaders before -> after the flood: {leaders} -> "
-          f"{'kept' if out['leader_kept'] else 'NOT kept'}")
-    _print_probe(out)
-    shared = out["shared"]
-    print(f"probe on the flood's stream (one Raft group for both): under the flood p50 "
-          f"{shared['flood_p50_ms']} ms ({shared['flood_p50_ratio']}x alone), p99 "
-          f"{shared['flood_p99_ms']} ms ({shared['flood_samples']} samples)")
-    print(f"flood: {out['flood_pushes_per_s']:,} acknowledged publishes/s "
-          f"({out['flood_failed']:,} publishes failed)")
-    _print_cpu(out, "servers")
-
-
-def over_rounds(rounds: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each system's figures over several rounds: every figure (the probe's on the
-    flood's stream too) is its median over the rounds the system ran in, the leaders count
-    as kept only when kept in every one, and ``flood_p50_rounds`` lists each round's
-    flood p50. A system that failed in every round keeps its error."""
-    combined: dict[str, dict[str, Any]] = {}
-    for key, (figures, count) in median_systems(rounds).items():
-        if not count:
-            combined[key] = figures
-            continue
-        runs = [systems[key] for systems in rounds
-                if key in systems and "error" not in systems[key]]
-        out = dict(figures, rounds=count)
-        out["leader_kept"] = all(run["leader_kept"] for run in runs)
-        out["flood_p50_rounds"] = [run["flood_p50_ms"] for run in runs]
-        combined[key] = out
-    return combined
-
-
-def table(systems: dict[str, dict[str, Any]]) -> str:
-    """A row per system that ran: the probe's p50 alone, its p50 (and multiple of alone)
-    and p99 under the flood, the flood's acknowledged pushes/s, whether leaders held."""
-    lines = [["system", "alone p50 (ms)", "flood p50 (ms, x alone)", "flood p99 (ms)",
-              "flood acked/s", "leader kept", "cluster CPU (cores, us/push)"]]
-    nats = systems.get("nats")
-    if nats is not None and "shared" in nats:
-        systems = dict(systems, nats_shared=dict(nats, **nats["shared"]))
-    for key, title in SYSTEMS.items():
-        out = systems.get(key)
-        if out is None or "error" in out:
-            continue
-        lines.append([title, f"{out['baseline_p50_ms']:.2f}",
-                      f"{out['flood_p50_ms']:.2f} ({out['flood_p50_ratio']}x)",
-                      f"{out['flood_p99_ms']:.1f}", f"{out['flood_pushes_per_s']:,}",
-                      "yes" if out["leader_kept"] else "no", _cpu_cell(out)])
-    return markdown_table(lines, right=[1, 2, 3, 4, 6])
-
-
-def _cpu_cell(out: dict[str, Any]) -> str:
-    cores, per_push = out.get("flood_cluster_cores"), out.get("flood_cluster_us_per_op")
-    return "-" if cores is None else f"{cores:.2f}, {per_push:.0f}"
 
 
 def main() -> int:
@@ -442,6 +346,9 @@ def main() -> int:
     parser.add_argument("--commit-target", type=float, default=None, metavar="S",
                         help="the members' client_commit_target (seconds; 0: a fixed "
                              "window; default: the members' default)")
+    parser.add_argument("--rate", type=rate_argument, default=None, metavar="N",
+                        help="the flood offers N pushes/s in all, open loop, split evenly "
+                             "over its clients (default: each floods as fast as it can)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     if args.flooders < 1 or args.seconds < 3 or args.rounds < 1:
@@ -454,7 +361,8 @@ def main() -> int:
             if args.rounds > 1:
                 print(f"-- round {number} of {args.rounds}", flush=True)
             runs.append(asyncio.run(run_all(args.flooders, args.seconds, args.peers,
-                                            args.clients_at, args.commit_target)))
+                                            args.clients_at, args.commit_target,
+                                            args.rate)))
     except RoundFailed as exc:
         print(f"client_flood: {exc}", file=sys.stderr)
         return 1

@@ -13,13 +13,16 @@ however long they took to start. Both streams have 3 replicas, each its own Raft
 with its own leader, so the probe's publishes are not ordered behind the flood's.
 For the probe sharing the flood's Raft group (as every lazily-queue queue shares one
 log), the second half of the probe's time under the flood publishes to ``FLOOD``
-instead (``shared``). Each flooder prints how many publishes were acknowledged and how
-many failed; the leaders of both streams are read before and after the flood.
+instead (``shared``). With a rate, the flood's connections publish on a schedule
+(:mod:`benchmarks.flood_pacing`) as lazily-queue's flood clients push. Each flooder
+prints how many publishes were acknowledged, how many failed and how many were behind
+schedule; the leaders of both streams are read before and after the flood.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from pathlib import Path
@@ -35,36 +38,38 @@ from benchmarks.client_flood_group import (
     stop_flood,
     wait_per_wake,
 )
-from benchmarks.peers_common import PAYLOAD, cpu_seconds, flood_cpu, percentiles
+from benchmarks.flood_pacing import client_rate
+from benchmarks.peers_common import PAYLOAD, cpu_seconds, flood_cpu, node_env, percentiles
 
 FLOODER = MARK_READY + r'''
-import asyncio, sys, time
+import asyncio, json, sys, time
 import nats
-async def client(urls, until, inflight, counts):
+from benchmarks.flood_pacing import flood
+async def client(urls, until, inflight, counts, rate):
     nc = await nats.connect(servers=urls, connect_timeout=10)
     js = nc.jetstream(timeout=120)
     linked(int(sys.argv[3]))
-    async def lane():
-        while time.monotonic() < until:
-            try:
-                await js.publish("FLOOD", b"x" * 100)
-            except Exception:
-                counts[1] += 1
-                await asyncio.sleep(0.01)
-            else:
-                counts[0] += 1
+    async def push():
+        try:
+            await js.publish("FLOOD", b"x" * 100)
+        except Exception:
+            counts[1] += 1
+            await asyncio.sleep(0.01)
+        else:
+            counts[0] += 1
     try:
-        await asyncio.gather(*(lane() for _ in range(inflight)))
+        counts[2] += await flood(push, inflight, until, rate)
     finally:
         await nc.close()
 async def main():
     urls = sys.argv[1].split(",")
     seconds, clients, inflight = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-    counts = [0, 0]
+    rate = json.loads(sys.argv[5])
+    counts = [0, 0, 0]
     until = time.monotonic() + seconds
     cpu = time.process_time()
-    await asyncio.gather(*(client(urls, until, inflight, counts) for _ in range(clients)))
-    print(counts[0], counts[1], time.process_time() - cpu, flush=True)
+    await asyncio.gather(*(client(urls, until, inflight, counts, rate) for _ in range(clients)))
+    print(counts[0], counts[1], counts[2], time.process_time() - cpu, flush=True)
 asyncio.run(main())
 '''
 
@@ -91,15 +96,20 @@ async def _leaders(js: Any) -> dict[str, str | None]:
     return out
 
 
-def _flooder(urls: list[str], seconds: float, clients: int, in_flight: int) -> list[str]:
+def _flooder(urls: list[str], seconds: float, clients: int, in_flight: int,
+             rate: float | None) -> list[str]:
     return [sys.executable, "-c", FLOODER, ",".join(urls), str(seconds), str(clients),
-            str(in_flight)]
+            str(in_flight), json.dumps(rate)]
 
 
 async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
-              in_flight: int = 512, greedy: int = 10_000) -> dict[str, Any]:
-    """The probe alone for ``min(seconds, 5)`` s, then under the flood; the figures
-    under :mod:`benchmarks.client_flood`'s keys."""
+              in_flight: int = 512, greedy: int = 10_000, rate: float | None = None
+              ) -> dict[str, Any]:
+    """The probe alone for ``min(seconds, 5)`` s, then under the flood (offering
+    ``rate`` publishes per second in all, split evenly over its connections, open loop:
+    :mod:`benchmarks.flood_pacing`; as fast as they can without); the figures under
+    :mod:`benchmarks.client_flood`'s keys."""
+    each = client_rate(rate, flooders * clients + 1)
     from nats.js.api import RetentionPolicy
 
     flood: asyncio.subprocess.Process | None = None
@@ -114,10 +124,11 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             before = await _leaders(js)
             pids = [node.proc.pid for node in cluster.nodes if node.proc is not None]
             cpu_before, flood_began = sum(map(cpu_seconds, pids)), time.monotonic()
-            argvs = ([_flooder(cluster.urls, seconds, clients, in_flight)] * flooders
-                     + [_flooder(cluster.urls, seconds, 1, greedy)])
-            # a session of their own; each marks itself ready in root/"flood-ready"
-            flood = await start_flood(argvs, ready=root / "flood-ready")
+            argvs = ([_flooder(cluster.urls, seconds, clients, in_flight, each)] * flooders
+                     + [_flooder(cluster.urls, seconds, 1, greedy, each)])
+            # a session of their own (the repository on their path, for flood_pacing);
+            # each marks itself ready in root/"flood-ready"
+            flood = await start_flood(argvs, node_env(), ready=root / "flood-ready")
             await flood_ready(flood, root / "flood-ready", len(argvs))
             await asyncio.sleep(1.0)  # the flood is on
             half = max(1.0, seconds - 2.0) / 2
@@ -125,11 +136,11 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             during = await _probe(js, half)
             cpu_wait = wait_per_wake(waited, run_queue_wait())
             shared = await _probe(js, half, FLOOD)
-            acked = failed = 0
+            acked = failed = behind = 0
             clients_cpu = 0.0
             for text in await flood_outputs(flood):
-                ok, errors, used = text.split()
-                acked, failed = acked + int(ok), failed + int(errors)
+                ok, errors, late, used = text.split()
+                acked, failed, behind = acked + int(ok), failed + int(errors), behind + int(late)
                 clients_cpu += float(used)
             cpu_figures = flood_cpu(pids, cpu_before, time.monotonic() - flood_began,
                                     acked, clients_cpu)
@@ -147,6 +158,7 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
         "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
         "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
         "flood_pushes_per_s": round(acked / seconds), "flood_failed": failed,
+        "flood_rate": rate, "flood_behind": behind,
         "probe_cpu_wait_ms": cpu_wait,
         **cpu_figures,
         "shared": {"flood_p50_ms": shared50, "flood_p99_ms": shared99,

@@ -81,6 +81,8 @@ def test_both_systems_are_probed_alone_and_under_the_flood() -> None:
     assert ours["leaders_seen"] == ["{}@{}".format(*ours["leader_before"])]
     assert 0 < ours["max_member_in_flight"]
     assert out["clients_at"] == "members"  # the default: flooders start at members in turn
+    assert out["rate"] is None  # the default: closed loop, nothing behind a schedule
+    assert ours["flood_rate"] is None and ours["flood_behind"] == 0
     # 4 flooding clients start at a member, the greedy one at the next, and stay there
     at = ours["flood_clients_at"]
     assert sum(at.values()) == 5 and len(at) >= 2, at
@@ -99,11 +101,46 @@ def test_both_systems_are_probed_alone_and_under_the_flood() -> None:
     assert set(theirs["leader_before"]) == {"PROBE", "FLOOD"}
     assert theirs["leader_kept"] == (theirs["leader_before"] == theirs["leader_after"])
     assert _row(lines, "NATS JetStream R3")[4] == f"{theirs['flood_pushes_per_s']:,}"
+    assert theirs["flood_rate"] is None and theirs["flood_behind"] == 0
     shared = theirs["shared"]
     assert shared["flood_samples"] > 0 and 0 < shared["flood_p50_ms"] <= shared["flood_p99_ms"]
     assert _row(lines, "NATS R3, probe on the flood's stream")[2] == (
         f"{shared['flood_p50_ms']:.2f} ({shared['flood_p50_ratio']}x)")
     assert out["skipped"] == {}
+
+
+@pytest.mark.slow
+def test_at_a_rate_both_floods_offer_it_and_report_it_with_the_pushes_behind() -> None:
+    """``--rate 300``: 60 pushes/s for each of 5 clients, open loop; each system commits
+    no more than was offered (the flood never turned closed-loop), and the JSON, the
+    lines and the table carry the offered rate and the pushes behind schedule."""
+    lines, out = _run([*SMALL, "--rate", "300"])
+    assert out["rate"] == 300.0
+    assert any(line.startswith("1 flooder processes x 4 clients, plus one client, offering "
+                               "300 pushes/s in all for 3 s (open loop: 60.0/s each")
+               for line in lines)
+    for key, title in (("lazily", "lazily-queue"), ("nats", "NATS JetStream R3")):
+        if key == "nats" and not HAS_NATS:
+            continue
+        figures = out["systems"][key]
+        assert "error" not in figures, figures
+        _assert_flooded(figures)
+        assert figures["flood_rate"] == 300.0 and figures["flood_behind"] >= 0
+        # each client's schedule starts once linked, within the 3 s: 900 due at most
+        assert figures["flood_pushes_per_s"] * 3 + figures["flood_behind"] <= 900 + 3
+        assert _row(lines, title)[4:7] == [f"{figures['flood_pushes_per_s']:,}", "300",
+                                           f"{figures['flood_behind']:,}"]
+        assert any(f"/s of 300 offered ({figures['flood_behind']:,} pushes behind schedule"
+                   in line for line in lines)
+
+
+@pytest.mark.parametrize("rate", ["0", "-5", "nan"])
+def test_a_bad_rate_is_refused_in_one_line(rate: str) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), "--rate", rate],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[-1].endswith(
+        f"error: argument --rate: pushes per second, a finite number over 0, not '{rate}'")
 
 
 @pytest.mark.slow
@@ -154,6 +191,11 @@ def test_the_table_has_a_row_per_system_that_ran() -> None:
     assert len(three) == 5
     assert _row(three, "NATS R3, probe on the flood's stream")[1:4] == [
         "1.25", "9.50 (7.6x)", "30.0"]
+    paced = dict(figures, flood_rate=4000.0, flood_behind=1234)
+    rows = table({"lazily": paced, "nats": dict(paced, shared=shared)}).splitlines()
+    assert rows[0].split("|")[5:8] == [" flood acked/s ", " offered/s ", " behind "]
+    assert _row(rows, "lazily-queue")[4:8] == ["40,000", "4,000", "1,234", "yes"]
+    assert _row(rows, "NATS R3, probe on the flood's stream")[5:7] == ["4,000", "1,234"]
 
 
 def test_rounds_report_each_figures_median_and_leaders_kept_only_if_kept_in_all() -> None:
