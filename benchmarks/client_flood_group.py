@@ -15,6 +15,8 @@ tree without compiled bytecode imports slowly). Flooder scripts begin with
 :data:`MARK_READY` and call its ``linked(clients)`` as each client has connected and
 holds what it publishes to; the last one marks the process ready in the directory
 given to :func:`start_flood`, and :func:`flood_ready` waits for every flooder's mark.
+A flooder that should start only then (a paced one, whose schedule must span the
+probe's time) awaits ``flood_on()``, which returns once :func:`release_flood` is called.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ READY_ENV = "LAZILY_FLOOD_READY"
 
 #: The start of a flooder script: ``linked(clients)`` counts a client linked (connected,
 #: holding what it publishes to); at the ``clients``-th, the process is marked ready (an
-#: empty file named by its pid in the directory :data:`READY_ENV` names, if any).
+#: empty file named by its pid in the directory :data:`READY_ENV` names, if any);
+#: ``await flood_on()`` returns once :func:`release_flood` was called (at once without
+#: such a directory).
 MARK_READY = rf'''
 import os as _os
 _linked = [0]
@@ -52,6 +56,11 @@ def linked(clients):
     where = _os.environ.get("{READY_ENV}")
     if _linked[0] == clients and where:
         open(_os.path.join(where, str(_os.getpid())), "w").close()
+async def flood_on():
+    import asyncio as _asyncio
+    where = _os.environ.get("{READY_ENV}")
+    while where and not _os.path.exists(where + ".on"):
+        await _asyncio.sleep(0.01)
 '''
 
 #: Seconds :func:`flood_ready` waits for every flooder to be ready.
@@ -98,6 +107,12 @@ async def flood_ready(proc: asyncio.subprocess.Process, ready: Path, count: int,
             raise FloodFailed(f"{done} of {count} flooder processes became ready within "
                               f"{limit:g} s (one that failed to start printed why)")
         await asyncio.sleep(0.05)
+
+
+def release_flood(ready: Path) -> None:
+    """Tell the flooders started with ``ready`` that the flood is on: their
+    ``flood_on()`` returns."""
+    ready.with_name(ready.name + ".on").touch()
 
 
 async def flood_outputs(proc: asyncio.subprocess.Process) -> list[str]:

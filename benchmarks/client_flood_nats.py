@@ -33,6 +33,7 @@ from benchmarks.client_flood_group import (
     MARK_READY,
     flood_outputs,
     flood_ready,
+    release_flood,
     run_queue_wait,
     start_flood,
     stop_flood,
@@ -46,6 +47,7 @@ import asyncio, json, sys, time
 import nats
 from benchmarks.flood_pacing import flood
 async def client(urls, until, inflight, counts, rate):
+    seconds = float(sys.argv[2])
     nc = await nats.connect(servers=urls, connect_timeout=10)
     js = nc.jetstream(timeout=120)
     linked(int(sys.argv[3]))
@@ -58,18 +60,22 @@ async def client(urls, until, inflight, counts, rate):
         else:
             counts[0] += 1
     try:
-        counts[2] += await flood(push, inflight, until, rate)
+        if rate is not None:  # every schedule spans the probe's time: from the flood on
+            await flood_on()
+            until = time.monotonic() + seconds
+        behind = await flood(push, inflight, until, rate)
+        counts[2], counts[3] = counts[2] + behind.total, counts[3] + behind.late
     finally:
         await nc.close()
 async def main():
     urls = sys.argv[1].split(",")
     seconds, clients, inflight = float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     rate = json.loads(sys.argv[5])
-    counts = [0, 0, 0]
+    counts = [0, 0, 0, 0]
     until = time.monotonic() + seconds
     cpu = time.process_time()
     await asyncio.gather(*(client(urls, until, inflight, counts, rate) for _ in range(clients)))
-    print(counts[0], counts[1], counts[2], time.process_time() - cpu, flush=True)
+    print(*counts, time.process_time() - cpu, flush=True)
 asyncio.run(main())
 '''
 
@@ -130,17 +136,19 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
             # each marks itself ready in root/"flood-ready"
             flood = await start_flood(argvs, node_env(), ready=root / "flood-ready")
             await flood_ready(flood, root / "flood-ready", len(argvs))
+            release_flood(root / "flood-ready")
             await asyncio.sleep(1.0)  # the flood is on
             half = max(1.0, seconds - 2.0) / 2
             waited = run_queue_wait()
             during = await _probe(js, half)
             cpu_wait = wait_per_wake(waited, run_queue_wait())
             shared = await _probe(js, half, FLOOD)
-            acked = failed = behind = 0
+            acked = failed = behind = late = 0
             clients_cpu = 0.0
             for text in await flood_outputs(flood):
-                ok, errors, late, used = text.split()
-                acked, failed, behind = acked + int(ok), failed + int(errors), behind + int(late)
+                ok, errors, off, off_late, used = text.split()
+                acked, failed, behind = acked + int(ok), failed + int(errors), behind + int(off)
+                late += int(off_late)
                 clients_cpu += float(used)
             cpu_figures = flood_cpu(pids, cpu_before, time.monotonic() - flood_began,
                                     acked, clients_cpu)
@@ -158,7 +166,7 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
         "flood_p50_ms": flood50, "flood_p99_ms": flood99, "flood_samples": len(during),
         "flood_p50_ratio": round(flood50 / base50, 1) if base50 else None,
         "flood_pushes_per_s": round(acked / seconds), "flood_failed": failed,
-        "flood_rate": rate, "flood_behind": behind,
+        "flood_rate": rate, "flood_behind": behind, "flood_behind_late": late,
         "probe_cpu_wait_ms": cpu_wait,
         **cpu_figures,
         "shared": {"flood_p50_ms": shared50, "flood_p99_ms": shared99,

@@ -53,7 +53,8 @@ def _offered(out: dict[str, Any]) -> str:
     if out.get("flood_rate") is None:
         return ""
     return (f" of {out['flood_rate']:,g} offered ({out['flood_behind']:,} pushes behind "
-            "schedule, never sent)")
+            f"schedule, never sent; {out.get('flood_behind_late', 0):,} of them as the "
+            "flooder's own process was late)")
 
 
 def print_cpu(out: dict[str, Any], cluster: str) -> None:
@@ -131,10 +132,14 @@ def table(systems: dict[str, dict[str, Any]]) -> str:
         lines.append([title, f"{out['baseline_p50_ms']:.2f}",
                       f"{out['flood_p50_ms']:.2f} ({out['flood_p50_ratio']}x)",
                       f"{out['flood_p99_ms']:.1f}", f"{out['flood_pushes_per_s']:,}",
-                      *([_count(out.get("flood_rate")), _count(out.get("flood_behind"))]
-                        if paced else []),
+                      *([_count(out.get("flood_rate")), _behind(out)] if paced else []),
                       "yes" if out["leader_kept"] else "no", _cpu_cell(out)])
     return markdown_table(lines, right=[1, 2, 3, 4, 5, 6, 8] if paced else [1, 2, 3, 4, 6])
+
+
+def _behind(out: dict[str, Any]) -> str:
+    behind, late = out.get("flood_behind"), out.get("flood_behind_late")
+    return _count(behind) + (f" ({late:,.0f} late)" if late else "")
 
 
 def _count(value: float | None) -> str:

@@ -9,8 +9,9 @@ and sends it then if fewer than ``in_flight`` of its pushes are outstanding. A p
 could not send on time (its bound full, or due more than :data:`LATE` seconds before the
 client got to it, its process short of a CPU) is counted *behind* and never sent: a
 system that cannot keep up shows as pushes behind, and the flood does not turn into a
-closed loop, nor catch up in a burst. :func:`client_rate` splits the whole flood's rate
-evenly over its clients.
+closed loop, nor catch up in a burst. Those behind because the client's own process was
+late (:attr:`Behind.late`: short of a CPU) are the flooding side's shortfall, not a slow
+answer. :func:`client_rate` splits the whole flood's rate evenly over its clients.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 #: Seconds past its due time after which a push not yet sent counts as behind.
 LATE = 0.1
@@ -53,16 +55,31 @@ def client_rate(rate: float | None, clients: int) -> float | None:
     return check_rate(rate) / clients
 
 
+class Behind(NamedTuple):
+    """Pushes behind schedule, never sent: with the client's bound full (the system did
+    not answer in time), and due over :data:`LATE` seconds before the client got to them
+    (its own process was late)."""
+
+    full: int = 0
+    late: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.full + self.late
+
+
 class Pacer:
     """One client's schedule: push ``k`` is due at ``start + k / rate``. :meth:`due`
     says how many to send now and counts those behind; :attr:`sent` and :attr:`behind`
-    count the pushes due so far."""
+    count the pushes due so far (:attr:`late` of those behind were late, the others met
+    the bound full)."""
 
     def __init__(self, rate: float, in_flight: int, start: float, late: float = LATE) -> None:
         if in_flight < 1:
             raise ValueError(f"a client keeps at least 1 push outstanding, not {in_flight}")
-        self.rate, self.in_flight, self.start, self.late = check_rate(rate), in_flight, start, late
-        self.sent = self.behind = 0
+        self.rate, self.in_flight, self.start = check_rate(rate), in_flight, start
+        self.lateness = late
+        self.sent = self.behind = self.late = 0
         self._next = 0
 
     @property
@@ -73,25 +90,37 @@ class Pacer:
     def due(self, now: float, outstanding: int) -> int:
         """How many pushes to send at ``now`` with ``outstanding`` of this client's pushes
         unanswered: every push due by ``now`` is sent, while the bound has room and it is
-        at most :attr:`late` seconds late, or else counted behind."""
+        at most :attr:`lateness` seconds late, or else counted behind."""
         send = 0
         while (at := self.next_at) <= now:
             self._next += 1
-            if at < now - self.late or outstanding + send >= self.in_flight:
+            if at < now - self.lateness:
+                self.behind += 1
+                self.late += 1
+            elif outstanding + send >= self.in_flight:
                 self.behind += 1
             else:
                 send += 1
         self.sent += send
         return send
 
+    def finish(self, until: float) -> None:
+        """The schedule ends at ``until``: a push due before it and not reached (the
+        client woke after ``until``) counts as behind, late."""
+        while self.next_at < until:
+            self._next += 1
+            self.behind += 1
+            self.late += 1
+
 
 async def flood(push: Callable[[], Awaitable[object]], in_flight: int, until: float,
                 rate: float | None = None, clock: Callable[[], float] = time.monotonic,
-                sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> int:
+                sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> Behind:
     """Call ``push`` until ``until`` (``clock``'s time): closed loop with ``in_flight``
     lanes when ``rate`` is ``None``, else on :class:`Pacer`'s schedule at ``rate``
     pushes per second with at most ``in_flight`` outstanding. Returns the pushes behind
-    schedule (0 closed-loop) once every push sent has ended; a push that raises ends
+    schedule (none closed-loop; every push due before ``until`` was sent or is behind)
+    once every push sent has ended; a push that raises ends
     the flood with its exception."""
     if rate is None:
         async def lane() -> None:
@@ -99,7 +128,7 @@ async def flood(push: Callable[[], Awaitable[object]], in_flight: int, until: fl
                 await push()
 
         await asyncio.gather(*(lane() for _ in range(in_flight)))
-        return 0
+        return Behind()
     pacer = Pacer(rate, in_flight, clock())
     pending: set[asyncio.Future[object]] = set()
     failed: list[BaseException] = []
@@ -115,8 +144,10 @@ async def flood(push: Callable[[], Awaitable[object]], in_flight: int, until: fl
             pending.add(task)
             task.add_done_callback(ended)
         await sleep(max(0.0, min(pacer.next_at, until) - clock()))
+    if not failed:
+        pacer.finish(until)
     if pending:
         await asyncio.wait(set(pending))
     if failed:
         raise failed[0]
-    return pacer.behind
+    return Behind(pacer.behind - pacer.late, pacer.late)

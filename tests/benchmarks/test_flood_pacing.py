@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.flood_pacing import (  # noqa: E402
+    Behind,
     Pacer,
     check_rate,
     client_rate,
@@ -49,7 +50,7 @@ async def test_a_paced_client_sends_at_the_rate_it_is_given() -> None:
 
     behind = await flood(push, 512, clock() + 10.0, rate=64.0, clock=clock, sleep=clock.sleep)
     # push k due at k / 64 s: 640 in the 10 s, each sent when due (one a wake-up)
-    assert (sent[0], behind) == (640, 0)
+    assert (sent[0], behind) == (640, Behind())
     assert clock.sleeps == 640
 
 
@@ -70,7 +71,8 @@ async def test_a_client_whose_bound_is_full_counts_the_pushes_behind_and_never_s
     behind = await flood(unanswered, 8, clock() + 1.0, rate=64.0, clock=clock,
                          sleep=clock.sleep)
     await ending
-    assert (sent[0], behind) == (8, 56)  # 64 due in the second, 8 outstanding at most
+    # 64 due in the second, 8 outstanding at most: the rest met the bound full
+    assert (sent[0], behind) == (8, Behind(full=56, late=0))
 
 
 async def test_a_client_that_wakes_late_counts_the_pushes_already_late_behind() -> None:
@@ -83,7 +85,7 @@ async def test_a_client_that_wakes_late_counts_the_pushes_already_late_behind() 
     # push 0 at 0 s, 1 at 1/64 s; woken at 1 s + 2/64 instead of 2/64: pushes due over
     # 0.1 s before (2 to 59) are behind, 60 to 66 sent at once; then one a wake-up up to
     # 95 (due at 1.484 s)
-    assert (sent[0], behind) == (2 + 7 + 29, 58)
+    assert (sent[0], behind) == (2 + 7 + 29, Behind(full=0, late=58))
 
 
 def test_the_schedule_counts_every_push_due_as_sent_or_behind() -> None:
@@ -92,9 +94,21 @@ def test_the_schedule_counts_every_push_due_as_sent_or_behind() -> None:
     # 64 more due by 1 s: the 47 due before 0.75 s are late; of the other 17, 3 fit
     # beside the one outstanding
     assert pacer.due(1.0, outstanding=1) == 3
-    assert (pacer.sent, pacer.behind) == (4, 47 + 14)
+    assert (pacer.sent, pacer.behind, pacer.late) == (4, 47 + 14, 47)
     assert pacer.due(1.0, outstanding=0) == 0  # nothing more due yet
     assert pacer.next_at == 65 / 64
+    pacer.finish(2.0)  # woken after the schedule's end: 65 to 127 never reached, late
+    assert (pacer.sent, pacer.behind, pacer.late) == (4, 61 + 63, 47 + 63)
+
+
+async def test_a_client_that_wakes_after_the_end_counts_what_was_due_behind() -> None:
+    clock, sent = FakeClock(extra=5.0, late_at=1), [0]
+
+    async def push() -> None:
+        sent[0] += 1
+
+    behind = await flood(push, 512, clock() + 1.0, rate=64.0, clock=clock, sleep=clock.sleep)
+    assert (sent[0], behind) == (1, Behind(full=0, late=63))  # every one due is counted
 
 
 async def test_a_push_that_fails_ends_the_paced_flood_with_its_error() -> None:
@@ -119,7 +133,7 @@ async def test_without_a_rate_each_lane_pushes_again_as_soon_as_answered() -> No
         await clock.sleep(0.25)
         outstanding[0] -= 1
 
-    assert await flood(push, 3, clock() + 1.0, clock=clock, sleep=clock.sleep) == 0
+    assert await flood(push, 3, clock() + 1.0, clock=clock, sleep=clock.sleep) == Behind()
     assert most[0] == 3
 
 
