@@ -69,16 +69,17 @@ class Behind(NamedTuple):
 
 
 class Pacer:
-    """One client's schedule: push ``k`` is due at ``start + k / rate``. :meth:`due`
-    says how many to send now and counts those behind; :attr:`sent` and :attr:`behind`
-    count the pushes due so far (:attr:`late` of those behind were late, the others met
-    the bound full)."""
+    """One client's schedule: push ``k`` is due at ``start + k / rate``, every push due
+    before ``end``. :meth:`due` says how many to send now and counts those behind;
+    :attr:`sent` and :attr:`behind` count the pushes due so far (:attr:`late` of those
+    behind were late, the others met the bound full)."""
 
-    def __init__(self, rate: float, in_flight: int, start: float, late: float = LATE) -> None:
+    def __init__(self, rate: float, in_flight: int, start: float, end: float = math.inf,
+                 late: float = LATE) -> None:
         if in_flight < 1:
             raise ValueError(f"a client keeps at least 1 push outstanding, not {in_flight}")
         self.rate, self.in_flight, self.start = check_rate(rate), in_flight, start
-        self.lateness = late
+        self.end, self.lateness = end, late
         self.sent = self.behind = self.late = 0
         self._next = 0
 
@@ -87,12 +88,17 @@ class Pacer:
         """When the next push not yet sent nor counted behind is due."""
         return self.start + self._next / self.rate
 
+    @property
+    def over(self) -> bool:
+        """Every push of the schedule was sent or counted behind."""
+        return self.next_at >= self.end
+
     def due(self, now: float, outstanding: int) -> int:
         """How many pushes to send at ``now`` with ``outstanding`` of this client's pushes
         unanswered: every push due by ``now`` is sent, while the bound has room and it is
         at most :attr:`lateness` seconds late, or else counted behind."""
         send = 0
-        while (at := self.next_at) <= now:
+        while (at := self.next_at) <= now and at < self.end:
             self._next += 1
             if at < now - self.lateness:
                 self.behind += 1
@@ -104,24 +110,21 @@ class Pacer:
         self.sent += send
         return send
 
-    def finish(self, until: float) -> None:
-        """The schedule ends at ``until``: a push due before it and not reached (the
-        client woke after ``until``) counts as behind, late."""
-        while self.next_at < until:
-            self._next += 1
-            self.behind += 1
-            self.late += 1
+
+#: Seconds a paced client sleeps at least between two wake-ups (at a higher rate it
+#: sends what fell due meanwhile together): fewer wake-ups, less of the flooders' CPU.
+TICK = 0.005
 
 
 async def flood(push: Callable[[], Awaitable[object]], in_flight: int, until: float,
                 rate: float | None = None, clock: Callable[[], float] = time.monotonic,
                 sleep: Callable[[float], Awaitable[object]] = asyncio.sleep) -> Behind:
     """Call ``push`` until ``until`` (``clock``'s time): closed loop with ``in_flight``
-    lanes when ``rate`` is ``None``, else on :class:`Pacer`'s schedule at ``rate``
-    pushes per second with at most ``in_flight`` outstanding. Returns the pushes behind
-    schedule (none closed-loop; every push due before ``until`` was sent or is behind)
-    once every push sent has ended; a push that raises ends
-    the flood with its exception."""
+    lanes when ``rate`` is ``None``, else on :class:`Pacer`'s schedule from now to
+    ``until`` at ``rate`` pushes per second with at most ``in_flight`` outstanding,
+    waking every :data:`TICK` seconds at most. Returns the pushes behind schedule (none
+    closed-loop; paced, every push due was sent or is behind) once every push sent has
+    ended; a push that raises ends the flood with its exception."""
     if rate is None:
         async def lane() -> None:
             while clock() < until:
@@ -129,7 +132,7 @@ async def flood(push: Callable[[], Awaitable[object]], in_flight: int, until: fl
 
         await asyncio.gather(*(lane() for _ in range(in_flight)))
         return Behind()
-    pacer = Pacer(rate, in_flight, clock())
+    pacer = Pacer(rate, in_flight, clock(), until)
     pending: set[asyncio.Future[object]] = set()
     failed: list[BaseException] = []
 
@@ -138,14 +141,15 @@ async def flood(push: Callable[[], Awaitable[object]], in_flight: int, until: fl
         if not task.cancelled() and (error := task.exception()) is not None:
             failed.append(error)
 
-    while (now := clock()) < until and not failed:
+    while not failed:
+        now = clock()
         for _ in range(pacer.due(now, len(pending))):
             task = asyncio.ensure_future(push())
             pending.add(task)
             task.add_done_callback(ended)
-        await sleep(max(0.0, min(pacer.next_at, until) - clock()))
-    if not failed:
-        pacer.finish(until)
+        if pacer.over:
+            break
+        await sleep(max(pacer.next_at, now + TICK) - clock())
     if pending:
         await asyncio.wait(set(pending))
     if failed:

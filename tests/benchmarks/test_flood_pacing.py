@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.flood_pacing import (  # noqa: E402
+    TICK,
     Behind,
     Pacer,
     check_rate,
@@ -27,11 +28,13 @@ from benchmarks.flood_pacing import (  # noqa: E402
 
 class FakeClock:
     """A clock that moves only when slept on (the ``late_at``-th sleep by ``extra``
-    seconds more than asked: a process that wakes late); each sleep lets the loop's
-    other tasks run once."""
+    seconds more than asked: a process that wakes late); at ``release_at`` it sets
+    ``released``; each sleep lets the loop's other tasks run until they wait."""
 
-    def __init__(self, extra: float = 0.0, late_at: int = 0) -> None:
+    def __init__(self, extra: float = 0.0, late_at: int = 0,
+                 release_at: float = float("inf")) -> None:
         self.now, self.extra, self.late_at, self.sleeps = 1000.0, extra, late_at, 0
+        self.release_at, self.released = release_at, asyncio.Event()
 
     def __call__(self) -> float:
         return self.now
@@ -39,7 +42,10 @@ class FakeClock:
     async def sleep(self, seconds: float) -> None:
         self.sleeps += 1
         self.now += seconds + (self.extra if self.sleeps == self.late_at else 0.0)
-        await asyncio.sleep(0)
+        if self.now >= self.release_at:
+            self.released.set()
+        for _ in range(4):  # a push set free ends, and its end is seen
+            await asyncio.sleep(0)
 
 
 async def test_a_paced_client_sends_at_the_rate_it_is_given() -> None:
@@ -51,28 +57,22 @@ async def test_a_paced_client_sends_at_the_rate_it_is_given() -> None:
     behind = await flood(push, 512, clock() + 10.0, rate=64.0, clock=clock, sleep=clock.sleep)
     # push k due at k / 64 s: 640 in the 10 s, each sent when due (one a wake-up)
     assert (sent[0], behind) == (640, Behind())
-    assert clock.sleeps == 640
+    assert clock.sleeps == 639
 
 
 async def test_a_client_whose_bound_is_full_counts_the_pushes_behind_and_never_sends_them(
 ) -> None:
-    clock, sent, answered = FakeClock(), [0], asyncio.Event()
+    clock, sent = FakeClock(release_at=1000.5), [0]
 
-    async def unanswered() -> None:
+    async def answered_after_half_a_second() -> None:
         sent[0] += 1
-        await answered.wait()
+        await clock.released.wait()
 
-    async def answer_at_the_end() -> None:
-        while clock() < 1001.0:  # noqa: ASYNC110 - the fake clock moves as flood sleeps
-            await asyncio.sleep(0)
-        answered.set()
-
-    ending = asyncio.create_task(answer_at_the_end())
-    behind = await flood(unanswered, 8, clock() + 1.0, rate=64.0, clock=clock,
-                         sleep=clock.sleep)
-    await ending
-    # 64 due in the second, 8 outstanding at most: the rest met the bound full
-    assert (sent[0], behind) == (8, Behind(full=56, late=0))
+    behind = await flood(answered_after_half_a_second, 8, clock() + 1.0, rate=64.0,
+                         clock=clock, sleep=clock.sleep)
+    # 64 due in the second, 8 outstanding at most: those due from 8/64 s to 31/64 s met
+    # the bound full; from 0.5 s on every push is answered at once, and sent
+    assert (sent[0], behind) == (8 + 32, Behind(full=24, late=0))
 
 
 async def test_a_client_that_wakes_late_counts_the_pushes_already_late_behind() -> None:
@@ -97,8 +97,11 @@ def test_the_schedule_counts_every_push_due_as_sent_or_behind() -> None:
     assert (pacer.sent, pacer.behind, pacer.late) == (4, 47 + 14, 47)
     assert pacer.due(1.0, outstanding=0) == 0  # nothing more due yet
     assert pacer.next_at == 65 / 64
-    pacer.finish(2.0)  # woken after the schedule's end: 65 to 127 never reached, late
-    assert (pacer.sent, pacer.behind, pacer.late) == (4, 61 + 63, 47 + 63)
+    ending = Pacer(64.0, in_flight=4, start=0.0, end=2.0, late=0.25)
+    assert ending.due(0.0, outstanding=0) == 1 and not ending.over
+    # woken after the schedule's end: 1 to 127 (due before 2 s) late, none after it
+    assert ending.due(3.0, outstanding=0) == 0 and ending.over
+    assert (ending.sent, ending.behind, ending.late) == (1, 127, 127)
 
 
 async def test_a_client_that_wakes_after_the_end_counts_what_was_due_behind() -> None:
@@ -109,6 +112,18 @@ async def test_a_client_that_wakes_after_the_end_counts_what_was_due_behind() ->
 
     behind = await flood(push, 512, clock() + 1.0, rate=64.0, clock=clock, sleep=clock.sleep)
     assert (sent[0], behind) == (1, Behind(full=0, late=63))  # every one due is counted
+
+
+async def test_at_a_high_rate_a_client_wakes_once_a_tick_and_sends_what_fell_due() -> None:
+    clock, sent = FakeClock(), [0]
+
+    async def push() -> None:
+        sent[0] += 1
+
+    behind = await flood(push, 512, clock() + 1.0, rate=4096.0, clock=clock,
+                         sleep=clock.sleep)
+    assert (sent[0], behind) == (4096, Behind())  # every one sent, none late
+    assert clock.sleeps <= 1 / TICK + 1  # once a tick, not once a push
 
 
 async def test_a_push_that_fails_ends_the_paced_flood_with_its_error() -> None:
