@@ -115,8 +115,9 @@ async def run(root: Path, flooders: int, seconds: float, clients: int = 4,
     ``rate`` publishes per second in all, split evenly over its connections, open loop:
     :mod:`benchmarks.flood_pacing`; as fast as they can without); the figures under
     :mod:`benchmarks.client_flood`'s keys."""
-    each = client_rate(rate, flooders * clients + 1)
     from nats.js.api import RetentionPolicy
+
+    each = client_rate(rate, flooders * clients + 1)
 
     flood: asyncio.subprocess.Process | None = None
     async with peers_nats.cluster(root) as cluster:
