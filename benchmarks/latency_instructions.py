@@ -8,8 +8,11 @@ temporary directory) runs the same workloads under ``valgrind --tool=callgrind``
 ``PYTHONHASHSEED=0`` and the garbage collector off: 100-byte pushes one at a time on
 one member (``durability="fsync"``, Unix socket), the same with the node process's
 monitor beside it, and on 3 in-process members over Unix sockets (the instructions of
-all three). Raft timings are stretched 50 times while the leader is elected, as
-callgrind slows the run about that much.
+all three): pushed back to back, the leader's new commit index rides on the next
+push's append; ``three_members_apart`` lets the loop turn ``APART_TURNS`` times after
+each push, as a client across the network leaves it, so the commit index goes out on
+its own (the round a remote client's push costs). Raft timings are stretched 50 times
+while the leader is elected, as callgrind slows the run about that much.
 
 What a push costs must not depend on how long it took, so once a leader is elected
 nothing timed runs between pushes: every fsync runs on the loop's thread (the path
@@ -45,16 +48,21 @@ PAYLOAD = b"x" * 100
 STRETCH = 50.0
 #: A period (seconds) no run reaches: a timer set to it never fires.
 PARKED = 1e9
-#: figure -> (members, with the monitor)
-FIGURES: dict[str, tuple[int, bool]] = {
-    "one_member": (1, False),
-    "one_member_monitor": (1, True),
-    "three_members": (3, False),
+#: Loop turns after each push of ``three_members_apart``: the commit publication, the
+#: followers' step on it and the leader's on what they answer, with room to spare.
+APART_TURNS = 6
+#: figure -> (members, with the monitor, loop turns after each push)
+FIGURES: dict[str, tuple[int, bool, int]] = {
+    "one_member": (1, False, 0),
+    "one_member_monitor": (1, True, 0),
+    "three_members": (3, False, 0),
+    "three_members_apart": (3, False, APART_TURNS),
 }
 
 
-async def pushes(members: int, monitor: bool, count: int) -> dict[str, Any]:
-    """``count`` pushes, each between two markers (``--child``)."""
+async def pushes(members: int, monitor: bool, count: int, apart: int = 0) -> dict[str, Any]:
+    """``count`` pushes, each between two markers and followed by ``apart`` loop turns
+    (``--child``)."""
     from lazily_queue import stale_peers
     from lazily_queue.node import Node
     from lazily_queue.raft import fsync
@@ -111,6 +119,8 @@ async def pushes(members: int, monitor: bool, count: int) -> dict[str, Any]:
             before = list(turns)
             os.getppid()  # callgrind dumps here
             await queue.push(PAYLOAD)
+            for _ in range(apart):
+                await asyncio.sleep(0)
             per_push.append([turns[0] - before[0], turns[1] - before[1]])
         os.getppid()
         gc.enable()
@@ -205,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.pushes < 1:
         parser.error("--pushes must be at least 1")
     if args.child:
-        members, monitor = FIGURES[args.child]
-        print(json.dumps(asyncio.run(pushes(members, monitor, args.pushes))))
+        members, monitor, apart = FIGURES[args.child]
+        print(json.dumps(asyncio.run(pushes(members, monitor, args.pushes, apart))))
         return 0
     if shutil.which("valgrind") is None:
         print("error: valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
@@ -215,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, Any] = {}
     try:
         base_tree = export(args.base, work)
-        for figure, (members, _) in FIGURES.items():
+        for figure, (members, _, _) in FIGURES.items():
             count = args.pushes if members == 1 else max(1, args.pushes // 2)
             base = measure(base_tree, figure, count, work)
             this = measure(ROOT, figure, count, work)
