@@ -14,6 +14,7 @@ from pysyncobj.node import Node as _PsNode
 from pysyncobj.transport import Transport as _PsTransport
 
 from . import entries
+from .acks import RepeatedAcks
 from .log_config import in_effect_already
 
 
@@ -35,21 +36,27 @@ class RaftPeer(_PsNode):  # type: ignore[misc]
 
 
 class EngineTransport(_PsTransport):  # type: ignore[misc]
-    """Sends through ``send(peer_id, message)``; reports membership to ``membership``
-    and a snapshot message without a chunk (none could go) to ``no_chunk``."""
+    """Sends through ``send(peer_id, message)`` (the acknowledgements ``acks`` wants);
+    reports membership to ``membership`` and a snapshot message without a chunk (none
+    could go) to ``no_chunk``."""
 
     def __init__(
         self,
         send: Callable[[str, dict[str, Any]], None],
         membership: Callable[[str, bool], None],
         no_chunk: Callable[[Any], None] = lambda node: None,
+        acks: RepeatedAcks | None = None,
     ) -> None:
         super().__init__(None, None, None)
         self._out = send
         self._membership = membership
         self._no_chunk = no_chunk
+        self._acks = acks
 
     def send(self, node: Any, message: dict[str, Any]) -> bool:
+        if (message["type"] == "next_node_idx" and self._acks is not None
+                and not self._acks.wanted(node._id, message)):
+            return True
         self._out(node._id, message)  # node.id, without the property
         if "serialized" in message and message["serialized"] is None:
             self._no_chunk(node)

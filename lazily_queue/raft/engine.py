@@ -25,6 +25,7 @@ from pysyncobj import SyncObjConf, replicated
 from pysyncobj.config import FAIL_REASON
 
 from . import entries, patches
+from .acks import RepeatedAcks
 from .adapters import (
     CommandQueue,
     EngineTransport,
@@ -145,7 +146,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
             pollerType="select",
             onStateChanged=self._on_state_changed,
         )
-        transport = EngineTransport(send, self._on_membership, self._hold)
+        self.acks = RepeatedAcks(clock, lambda: int(self._SyncObj__raftCurrentTerm),
+                                 cfg.heartbeat_interval)  # answers left out: .acks
+        transport = EngineTransport(send, self._on_membership, self._hold, self.acks)
         others = [RaftPeer(p) for p in peers if str(p) != self._node_id]
         snapshots.member_factory = RaftPeer
         snapshots.is_stale = lambda last: patches.snapshot_is_stale(self._log_view, last)
@@ -345,6 +348,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
         self.forceLogCompaction()
 
     def peer_connected(self, peer_id: str, up: bool) -> None:
+        self.acks.forget(str(peer_id))
         node = RaftPeer(peer_id)
         with self._env:
             if up:
