@@ -74,14 +74,18 @@ def _success(index: int) -> dict[str, Any]:
     return {"type": "next_node_idx", "next_node_idx": index, "reset": False, "success": True}
 
 
-def test_only_a_recent_same_success_to_the_same_leader_in_the_same_term_is_left_out() -> None:
-    now, term = [0.0], [3]
-    acks = RepeatedAcks(lambda: now[0], lambda: term[0], heartbeat_interval=0.1)
+def test_only_a_recent_same_success_for_committed_entries_is_left_out() -> None:
+    now, term, committed = [0.0], [3], [4]
+    acks = RepeatedAcks(lambda: now[0], lambda: term[0], lambda: committed[0],
+                        heartbeat_interval=0.1)
     assert acks.window == 0.1 * WINDOW_OF_HEARTBEAT
     assert acks.wanted("1", _success(5))
     assert not acks.wanted("1", _success(5))
     assert acks.wanted("2", _success(5))  # another leader
     assert acks.wanted("1", _success(6))  # news
+    committed[0] = 4
+    assert acks.wanted("1", _success(6))  # entry 5 is not committed: the first may be lost
+    committed[0] = 5
     failure = {"type": "next_node_idx", "next_node_idx": 6, "reset": True, "success": False}
     assert acks.wanted("1", failure)
     assert acks.wanted("1", _success(6))  # after a failure, a success is news again
@@ -92,3 +96,26 @@ def test_only_a_recent_same_success_to_the_same_leader_in_the_same_term_is_left_
     acks.forget("1")
     assert acks.wanted("1", _success(6))  # the link went down or up
     assert acks.left_out == 1
+
+
+def test_a_lost_answer_is_repeated_until_the_leader_commits(tmp_path: Path) -> None:
+    """The answer for ``b`` is lost and the one for ``a`` late: the commit index the
+    leader then publishes (``a``'s) is answered again, though within the window, and
+    ``b`` commits without waiting for a heartbeat (the clock does not move here)."""
+    cluster = Manual(tmp_path, ("1", "2"))
+    leader = cluster.elect()
+    follower = "2" if leader == "1" else "1"
+    cluster.declare_queue(leader)
+    answers = []
+    for value in ("a", "b"):
+        cluster.propose(leader, C.QUEUE_PUSH, ["q", value])
+        cluster.step(leader)
+        cluster.deliver()
+        cluster.step(follower)
+        answers.append(cluster.in_flight)
+        cluster.in_flight = []
+    cluster.in_flight = answers[0]  # a's answer arrives late, b's never
+    for _ in range(5):
+        cluster.round()
+    engine = cluster.replicas[leader].engine
+    assert engine.commit_index == cluster.replicas[leader].journal.last_index
