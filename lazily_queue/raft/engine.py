@@ -146,10 +146,8 @@ class RaftEngine(EngineView, PatchedSyncObj):
             pollerType="select",
             onStateChanged=self._on_state_changed,
         )
-        self.acks = RepeatedAcks(  # the answers left out (:mod:`.acks`)
-            clock, lambda: int(self._SyncObj__raftCurrentTerm),
-            lambda: int(self._SyncObj__leaderCommitIndex or 0),  # type: ignore[has-type]
-            cfg.heartbeat_interval)
+        self.acks = RepeatedAcks(clock, lambda: self.term, lambda: int(  # :mod:`.acks`
+            self._SyncObj__leaderCommitIndex or 0), cfg.heartbeat_interval)  # type: ignore[has-type]
         transport = EngineTransport(send, self._on_membership, self._hold, self.acks)
         others = [RaftPeer(p) for p in peers if str(p) != self._node_id]
         snapshots.member_factory = RaftPeer
