@@ -34,6 +34,9 @@ class RaftPeer(_PsNode):  # type: ignore[misc]
         # ``_id`` is what the library's ``id`` property returns
         return self is other or (isinstance(other, _PsNode) and self._id == other._id)
 
+    def __ne__(self, other: object) -> bool:
+        return not (self is other or (isinstance(other, _PsNode) and self._id == other._id))
+
 
 class EngineTransport(_PsTransport):  # type: ignore[misc]
     """Sends through ``send(peer_id, message)`` (the acknowledgements ``acks`` wants);

@@ -349,7 +349,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
 
     def peer_connected(self, peer_id: str, up: bool) -> None:
         self.acks.forget(str(peer_id))
-        node = RaftPeer(peer_id)
+        # A member's own object: the library's lookups of it in its connected set then
+        # match by identity, without comparing ids (an equal object would do, slower).
+        node = self._member(peer_id) or RaftPeer(peer_id)
         with self._env:
             if up:
                 self._SyncObj__transport._onNodeConnected(node)
