@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from .ready import Ready
+from .ready import NOTHING, Ready
 
 #: Messages that leave before the fsync of the step that produced them: a leader's
 #: AppendEntries (see the module docstring), and its answer telling a follower where the
@@ -61,6 +61,15 @@ class CommitPipeline:
         now, and the write's error (then call :meth:`failed`). ``early``, when given,
         receives the messages that need no fsync (:data:`EARLY`) before ``write`` runs:
         a leader's appends then leave before its own write."""
+        if ready is NOTHING:  # most halves of a step: nothing to admit, nothing leaves
+            try:
+                wrote = write()
+            except OSError as exc:
+                self._written += 1
+                return [], exc
+            if wrote:
+                self._written += 1
+            return [], None
         if early is not None and ready.messages and self.stall is None:
             now = ready.take_messages(EARLY)
             if now.messages:

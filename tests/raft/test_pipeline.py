@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from lazily_queue.raft.pipeline import CommitPipeline
-from lazily_queue.raft.ready import Ready
+from lazily_queue.raft.ready import NOTHING, Ready
 
 
 def _ready() -> Ready:
@@ -52,3 +52,24 @@ def test_without_early_the_appends_leave_with_the_step() -> None:
     pipeline = CommitPipeline()
     released, _ = pipeline.stepped(_ready(), lambda: True)
     assert [_kinds(r) for r in released] == [{"2": ["append_entries"]}]
+
+
+def test_a_step_that_produced_nothing_still_counts_its_write() -> None:
+    """An empty output releases nothing, but the records its step wrote hold back what a
+    later step releases until an fsync covers them; a failed write is reported."""
+    pipeline = CommitPipeline()
+    assert pipeline.stepped(NOTHING, lambda: True) == ([], None)
+    assert not pipeline.idle
+    released, _ = pipeline.stepped(_ready(), lambda: False)
+    assert [_kinds(r) for r in released] == [{"2": ["append_entries"]}]  # the rest waits
+    assert pipeline.start_fsync() is not None
+    (after,) = pipeline.fsync_done()
+    assert _kinds(after) == {"2": ["response_vote"], "3": ["next_node_idx"]}
+    assert pipeline.idle
+
+    def refused() -> bool:
+        raise OSError(28, "no space")
+
+    released, error = pipeline.stepped(NOTHING, refused)
+    assert released == [] and isinstance(error, OSError)
+    assert not pipeline.idle  # what the failed write left must be fsynced again
