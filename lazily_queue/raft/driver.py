@@ -342,8 +342,8 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         if self._input:
             self._step()  # still publishing: the step schedules no other publication
         self._publishing = False
-        if self.pipeline.stall is not None:
-            return
+        if self.pipeline.stall is not None or not self.replica.commit_unsent:
+            return  # a step since carried the commit index (it appended the next proposal)
         self._half(self.replica.publish_commit)
         self.network.flush()
 
