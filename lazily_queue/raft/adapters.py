@@ -16,6 +16,7 @@ from pysyncobj.transport import Transport as _PsTransport
 from . import entries
 from .acks import RepeatedAcks
 from .log_config import in_effect_already
+from .prevote import LEADER
 
 
 class RaftPeer(_PsNode):  # type: ignore[misc]
@@ -123,7 +124,7 @@ def wrap_application(
     apply_command = engine._SyncObj__doApplyCommand
 
     def applying_entries() -> Any:
-        if engine._isLeader():
+        if engine._SyncObj__raftState == LEADER:
             before_applying()
         return apply_entries()
 

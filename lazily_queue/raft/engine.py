@@ -295,7 +295,8 @@ class RaftEngine(EngineView, PatchedSyncObj):
                    and not self._snapshots.pending)  # its end compacts; one would follow
         # The light path reads PySyncObj's clock nowhere: what applies a membership
         # change routes it itself (see wrap_application).
-        if self._isLeader() and light_tick(self, now, self._full_tick_at, compact):
+        if self._SyncObj__raftState == LEADER and light_tick(self, now, self._full_tick_at,
+                                                              compact):
             commit_leading(self, self._journal.term_at)
             self.light_ticks += 1
             return
@@ -326,7 +327,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
             if self._journal.last_index != last:
                 self._unsent_appends = True
         if self._unsent_appends:
-            if self._isLeader() and self._SyncObj__otherNodes:
+            if self._SyncObj__raftState == LEADER and self._SyncObj__otherNodes:
                 self._SyncObj__sendAppendEntries()  # one append for all of them
             self._unsent_appends = False
 
@@ -335,7 +336,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
         """A leader whose commit index passed the one its last AppendEntries carried."""
         return (bool(self._SyncObj__otherNodes)
                 and int(self._SyncObj__raftCommitIndex) > self._commit_sent
-                and bool(self._isLeader()))
+                and self._SyncObj__raftState == LEADER)
 
     def send_commit(self) -> None:
         """Tell the followers the commit index now (an AppendEntries, with whatever entries

@@ -22,13 +22,14 @@ from typing import Any
 
 from . import entries, patches
 from .durable_commit import durable_majority_index
+from .prevote import LEADER
 
 
 def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool:
     """Append a command carrying ``batch`` (stamped ``stamp``) to a leader's log now,
     ``callback`` waiting for its commit; False (nothing done) when the engine is not the
     leader or commands wait in its queue."""
-    if engine._queued_commands or not engine._isLeader():
+    if engine._queued_commands or engine._SyncObj__raftState != LEADER:
         return False
     journal = engine._journal
     index = journal.last_index + 1

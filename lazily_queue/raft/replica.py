@@ -218,7 +218,7 @@ class Replica(ReplicaWaiters):
 
     def _prepare(self) -> None:
         now = self.clock()
-        if self._quorum_lost_at is not None or not self.engine._isLeader():
+        if self._quorum_lost_at is not None or self.engine._SyncObj__raftState != LEADER:
             self._check_quorum(now)  # a leader that had quorum keeps it
         if self._unresolved:
             self._expire(now)
