@@ -193,6 +193,8 @@ def check_message(message: Any) -> dict[str, Any]:
 
 def encode_frames(messages: list[dict[str, Any]]) -> list[bytes]:
     """Pack messages into as few frames as fit under :data:`MAX_FRAME_BYTES`."""
+    if len(messages) == 1:  # one message (the common case) always makes one frame
+        return [b"\x81" + cbor2.dumps(messages[0])]
     frames: list[bytes] = []
     batch: list[bytes] = []
     size = 0
@@ -232,4 +234,6 @@ def decode_frame(frame: bytes, max_bytes: int = MAX_FRAME_BYTES) -> list[dict[st
         raise FrameError(f"frame is not valid CBOR: {exc.reason}") from None
     if not isinstance(messages, list):
         raise FrameError("a frame must be an array of messages")
-    return [check_message(m) for m in messages]
+    round_message = _round_message
+    return [m if type(m) is dict and round_message(m) else check_message(m)
+            for m in messages]

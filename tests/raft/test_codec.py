@@ -157,3 +157,11 @@ def test_malformed_round_messages_are_refused(message: dict[str, Any]) -> None:
 def test_round_messages_decode_with_entries_as_tuples() -> None:
     assert decode_frame(cbor2.dumps([_ROUND, _ANSWER])) == [
         {**_ROUND, "entries": [(b"cmd", 9, 3)]}, _ANSWER]
+
+
+@pytest.mark.parametrize("message", VALID)
+def test_a_single_message_is_one_frame_holding_a_one_element_array(
+    message: dict[str, Any],
+) -> None:
+    assert encode_frames([message]) == [cbor2.dumps([message])]
+    assert encode_frames([message, message]) == [cbor2.dumps([message, message])]
