@@ -48,6 +48,15 @@ class Ready:
     def take_messages(self, kinds: frozenset[str]) -> Ready:
         """Move the messages of the given types into a new Ready (order kept per peer);
         :data:`NOTHING` when there are none."""
+        for messages in self.messages.values():  # most often none is: found without a copy
+            for message in messages:
+                if message["type"] in kinds:
+                    break
+            else:
+                continue
+            break
+        else:
+            return NOTHING
         taken: dict[str, list[dict[str, Any]]] = {}
         for peer, messages in list(self.messages.items()):
             chosen = [m for m in messages if m["type"] in kinds]
