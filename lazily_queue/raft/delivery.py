@@ -53,17 +53,12 @@ class PatchedSyncObj(SyncObj):  # type: ignore[misc]
             elif kind == "pre_vote_response":
                 self.pre_vote.on_response(peer_id, message)
             elif kind == "next_node_idx":
-                patches.lowest_reset_next_index(
+                patches.next_index_answer(
                     self._SyncObj__raftNextIndex,
                     self._reset_floors,
                     node,
                     message,
-                    lambda: patches.forward_only_next_index(
-                        self._SyncObj__raftNextIndex,
-                        node,
-                        message,
-                        lambda: self._SyncObj__onMessageReceived(node, message),
-                    ),
+                    lambda: self._SyncObj__onMessageReceived(node, message),
                 )
             elif kind == "response_vote":
                 patches.count_each_vote_once(

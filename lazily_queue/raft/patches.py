@@ -132,9 +132,8 @@ __all__ = [
     "disabled",
     "enabled",
     "engine_env",
-    "forward_only_next_index",
     "install",
-    "lowest_reset_next_index",
+    "next_index_answer",
     "one_membership_change_at_a_time",
     "restricted_load",
     "restricted_loads",
@@ -223,37 +222,29 @@ def disabled(*names: str) -> Iterator[None]:
 # -- per-engine message patches ---------------------------------------------------------------
 
 
-def forward_only_next_index(
-    next_index: dict[Any, int], node: Any, message: dict[str, Any], handle: Callable[[], None]
-) -> None:
-    """Run ``handle`` for a ``next_node_idx``; a success never moves ``nextIndex`` back."""
-    if (
-        not enabled("forward-only-next-index")
-        or not message.get("success")
-        or message.get("reset")
-    ):
-        handle()
-        return
-    before = next_index.get(node)
-    handle()
-    after = next_index.get(node)
-    if before is not None and after is not None and after < before:
-        next_index[node] = before
-
-
-def lowest_reset_next_index(
+def next_index_answer(
     next_index: dict[Any, int], floors: dict[Any, int], node: Any, message: dict[str, Any],
     handle: Callable[[], None],
 ) -> None:
-    """Run ``handle`` for a ``next_node_idx``; a reset never raises ``nextIndex`` above the
-    lowest reset since the last success (``floors``, cleared when leadership starts)."""
+    """Run ``handle`` for a ``next_node_idx`` under two patches: a success never moves
+    ``nextIndex`` back (``forward-only-next-index``), and a reset never raises it above
+    the lowest reset since the last success (``lowest-reset-next-index``; ``floors``,
+    cleared when leadership starts). Every follower's answer passes here: the patches'
+    switches are read without a call."""
+    success, reset = message.get("success"), message.get("reset")
+    forward = success and not reset and "forward-only-next-index" not in _disabled
+    before = next_index.get(node) if forward else None
     handle()
-    if not enabled("lowest-reset-next-index"):
+    if forward:
+        after = next_index.get(node)
+        if before is not None and after is not None and after < before:
+            next_index[node] = before
+    if "lowest-reset-next-index" in _disabled:
         return
-    if message.get("success"):
+    if success:
         floors.pop(node, None)
         return
-    if not message.get("reset"):
+    if not reset:
         return
     floor = floors.get(node)
     value = int(message["next_node_idx"])
@@ -321,7 +312,7 @@ def append_entries_without_spurious_truncation(
 ) -> None:
     """Deliver a regular AppendEntries so that only a real conflict truncates the log."""
     if (
-        not enabled("no-spurious-truncation")
+        "no-spurious-truncation" in _disabled  # every append passes: read without a call
         or "prevLogIdx" not in message
         or message.get("transmission") is not None
         or message.get("term", -1) < current_term
