@@ -106,4 +106,12 @@ async def test_held_frames_leave_with_the_meshs_flush(short_tmp: Path) -> None:
         with anyio.fail_after(5):
             got = [await b.events.receive(), await b.events.receive()]
         assert [e.data for e in got if isinstance(e, Frame)] == [b"one", b"two"]
-        assert a.counters(2).frames_sent >= 2
+        a.flush()  # nothing held since the last flush: nothing to hand over
+        assert a.send_held(2, b"three")
+        await asyncio.sleep(0.05)
+        assert len(b.events) == 0
+        a.flush()  # each flush hands over what was held since the one before
+        with anyio.fail_after(5):
+            third = await b.events.receive()
+        assert isinstance(third, Frame) and third.data == b"three"
+        assert a.counters(2).frames_sent >= 3

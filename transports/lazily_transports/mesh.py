@@ -87,6 +87,8 @@ class Mesh:
         self._connect_timeout = connect_timeout
         self._backoff = (backoff_initial, backoff_max)
         self._links: dict[int, PeerLink] = {}
+        #: Links given a frame since the last :meth:`flush` (only they have any to hand over).
+        self._sent: dict[PeerLink, None] = {}
         self._vet = vet_peer
         self._probe_after = probe_after
         self._unreachable_after = unreachable_after
@@ -250,6 +252,7 @@ class Mesh:
             link = self._links[peer_id]
         except KeyError:  # a subscript: the cheapest lookup of the hot path
             raise UnknownPeerError(peer_id) from None
+        self._sent[link] = None
         return link.send_nowait(frame)
 
     def send_held(self, peer_id: int, frame: bytes) -> bool:
@@ -260,6 +263,7 @@ class Mesh:
             link = self._links[peer_id]
         except KeyError:  # a subscript: the cheapest lookup of the hot path
             raise UnknownPeerError(peer_id) from None
+        self._sent[link] = None
         return link.send_nowait(frame, True)
 
     def send_ready(self, peer_id: int) -> bool:
@@ -271,8 +275,11 @@ class Mesh:
     def flush(self) -> None:
         """Hand every frame queued by ``send_nowait`` to its connection now (frames are
         otherwise written together later in the loop iteration)."""
-        for link in self._links.values():
-            link.flush()
+        sent = self._sent
+        if sent:
+            self._sent = {}
+            for link in sent:
+                link.flush()
 
     async def send(self, peer_id: int, frame: bytes) -> bool:
         """Like ``send_nowait`` but waits for buffer space instead of raising WouldBlock."""
@@ -280,6 +287,7 @@ class Mesh:
         if link is None:
             raise UnknownPeerError(peer_id)
         while True:
+            self._sent[link] = None
             try:
                 return link.send_nowait(frame)
             except anyio.WouldBlock:
