@@ -16,14 +16,15 @@ while the leader is elected, as callgrind slows the run about that much.
 
 What a push costs must not depend on how long it took, so once a leader is elected
 nothing timed runs between pushes: every fsync runs on the loop's thread (the path
-quick disks take), and the tick timers, heartbeats, election and fallback timeouts and
-the monitor's samplers are parked (their periods made far longer than the run). Each of
-the ``N`` measured pushes is bracketed by a marker (``os.getppid``) on which callgrind
-dumps its counters, so every instruction counts against the push it ran beside (work a
-push leaves to run after its ack lands in the next one); the figure is the mean over
-the pushes between the 10th and 90th percentile, which a stray timer or a table resize
-does not move. Loop turns and callbacks run per push (``asyncio``'s ``_run_once`` and
-its ready queue) are counted the same way.
+quick disks take), and the tick timers, heartbeats, election and fallback timeouts, the
+links' keepalives and the monitor's samplers are parked (their periods made far longer
+than the run, the keepalives stopped). Each of the ``N`` measured pushes is bracketed
+by a marker (``os.getppid``) on which callgrind dumps its counters, so every instruction
+counts against the push it ran beside (work a push leaves to run after its ack lands
+in the next one); the figure is the mean over the pushes between the 10th and 90th
+percentile, which a stray timer or a table resize does not move. Loop turns and
+callbacks run per push (``asyncio``'s ``_run_once`` and its ready queue) are counted
+the same way.
 """
 
 from __future__ import annotations
@@ -148,6 +149,11 @@ def _park(node: Any) -> None:
     conf.appendEntriesPeriod = PARKED
     conf.raftMinTimeout = conf.raftMaxTimeout = PARKED
     conf.leaderFallbackTimeout = PARKED
+    # The links' keepalives (every quarter of the liveness window, seconds apart): under
+    # callgrind they fired every few pushes, more often the busier the machine.
+    keepalive = getattr(driver.network, "_keepalive", None)
+    if keepalive is not None:
+        keepalive.cancel()
 
 
 def _middle(values: list[float]) -> float:
