@@ -15,16 +15,16 @@ its own (the round a remote client's push costs). Raft timings are stretched 50 
 while the leader is elected, as callgrind slows the run about that much.
 
 What a push costs must not depend on how long it took, so once a leader is elected
-nothing timed runs between pushes: every fsync runs on the loop's thread (the path
-quick disks take), and the tick timers, heartbeats, election and fallback timeouts, the
-links' keepalives and the monitor's samplers are parked (their periods made far longer
-than the run, the keepalives stopped). Each of the ``N`` measured pushes is bracketed
-by a marker (``os.getppid``) on which callgrind dumps its counters, so every instruction
-counts against the push it ran beside (work a push leaves to run after its ack lands
-in the next one); the figure is the mean over the pushes between the 10th and 90th
-percentile, which a stray timer or a table resize does not move. Loop turns and
-callbacks run per push (``asyncio``'s ``_run_once`` and its ready queue) are counted
-the same way.
+nothing timed runs between pushes: every fsync runs on the loop's thread (the path quick
+disks take), and the tick timers, heartbeats, election and fallback timeouts, the links'
+keepalives and probes and the monitor's samplers are parked (their periods made far
+longer than the run, the keepalives and probes stopped). Each of the ``N`` measured
+pushes is bracketed by a marker (``os.getppid``) on which callgrind dumps its counters,
+so every instruction counts against the push it ran beside (work a push leaves to run
+after its ack lands in the next one); the figure is the mean over the pushes between the
+10th and 90th percentile, which a stray timer or a table resize does not move. Loop
+turns and callbacks run per push (``asyncio``'s ``_run_once`` and its ready queue) are
+counted the same way.
 """
 
 from __future__ import annotations
@@ -154,6 +154,12 @@ def _park(node: Any) -> None:
     keepalive = getattr(driver.network, "_keepalive", None)
     if keepalive is not None:
         keepalive.cancel()
+    # A link this member does not dial checks on its peer every half second while up.
+    mesh = getattr(driver.network, "_mesh", None)
+    for link in getattr(mesh, "_links", {}).values():
+        task = link._dialer
+        if task is not None and task.get_name().startswith("transports-probe-"):
+            task.cancel()
 
 
 def _middle(values: list[float]) -> float:
