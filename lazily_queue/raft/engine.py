@@ -293,10 +293,9 @@ class RaftEngine(EngineView, PatchedSyncObj):
         size = self._journal.size_bytes
         compact = (size >= self._compaction_bytes and size >= self._snapshots.size
                    and not self._snapshots.pending)  # its end compacts; one would follow
-        # The light path reads PySyncObj's clock nowhere: what applies a membership
-        # change routes it itself (see wrap_application).
-        if self._SyncObj__raftState == LEADER and light_tick(self, now, self._full_tick_at,
-                                                              compact):
+        # The light path reads no PySyncObj clock (wrap_application routes membership's).
+        leads = self._SyncObj__raftState == LEADER
+        if leads and light_tick(self, now, self._full_tick_at, compact):
             commit_leading(self, self._journal.term_at)
             self.light_ticks += 1
             return
@@ -350,9 +349,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
 
     def peer_connected(self, peer_id: str, up: bool) -> None:
         self.acks.forget(str(peer_id))
-        # A member's own object: the library's lookups of it in its connected set then
-        # match by identity, without comparing ids (an equal object would do, slower).
-        node = self._member(peer_id) or RaftPeer(peer_id)
+        node = self._member(peer_id) or RaftPeer(peer_id)  # its own: found by identity
         with self._env:
             if up:
                 self._SyncObj__transport._onNodeConnected(node)
