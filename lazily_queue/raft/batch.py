@@ -54,8 +54,24 @@ def encode_command(session: int, floor: int, ops: list[list[Any]]) -> bytes:
 
 def encode_batch(session: int, floor: int, encoded_ops: list[bytes]) -> bytes:
     """:func:`encode_command` from ops already encoded by :func:`encode_checked_op`."""
-    head = cbor2.dumps([BATCH_FORMAT, session, floor])[1:]
-    return b"\x84" + head + _array_head(len(encoded_ops)) + b"".join(encoded_ops)
+    head = _HEADS.get(session)
+    if head is None:  # the batch's head up to its floor, the same in every batch
+        if len(_HEADS) >= 64:
+            _HEADS.clear()
+        head = _HEADS[session] = b"\x84" + cbor2.dumps([BATCH_FORMAT, session])[1:]
+    if type(floor) is not int or not 256 <= floor < 1 << 32:
+        head += _SMALL_UINTS[floor] if type(floor) is int and 0 <= floor < 256 else (
+            cbor2.dumps(floor))
+    elif floor < 65536:  # cbor2's shortest form, written here
+        head += b"\x19" + floor.to_bytes(2, "big")
+    else:
+        head += b"\x1a" + floor.to_bytes(4, "big")
+    return head + _array_head(len(encoded_ops)) + b"".join(encoded_ops)
+
+
+#: The head of the batches of a session, by session (a few sessions per process).
+_HEADS: dict[int, bytes] = {}
+_SMALL_UINTS = [cbor2.dumps(n) for n in range(256)]
 
 
 def _array_head(n: int) -> bytes:

@@ -11,7 +11,7 @@ import pytest
 
 from lazily_queue import testing
 from lazily_queue.raft import values
-from lazily_queue.raft.batch import encode_checked_op, with_seq
+from lazily_queue.raft.batch import encode_batch, encode_checked_op, encode_command, with_seq
 from lazily_queue.replicated import ops as C
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 
@@ -27,6 +27,18 @@ def test_a_sequence_number_stamped_later_gives_the_direct_encoding(args: list[An
     encoded = encode_checked_op(0, C.QUEUE_PUSH, args, max_bytes=1 << 20, name="queue_push")
     assert with_seq(encoded, seq) == values.dumps([seq, C.QUEUE_PUSH, *args])
     assert cbor2.loads(with_seq(encoded, seq))[0] == seq
+
+
+@pytest.mark.parametrize("session", [1, 23, 24, 2**32, 2**62, 2**64 - 1, 2**64, -1])
+def test_a_batch_of_encoded_ops_is_the_batch_encode_command_writes(session: int) -> None:
+    """The batch's head, written from the session's cached head and the floor, is the
+    one cbor2 writes, byte for byte, whatever the numbers' sizes."""
+    ops = [[seq, C.QUEUE_PUSH, "q", b"x" * seq] for seq in range(1, 30)]
+    for floor in (0, 1, 23, 24, 255, 256, 65_535, 65_536, 2**32 - 1, 2**32, 2**64, -5):
+        for n in (0, 1, 29):
+            encoded = [values.dumps(op) for op in ops[:n]]
+            assert encode_batch(session, floor, encoded) == encode_command(session, floor,
+                                                                           ops[:n])
 
 
 def test_only_an_op_encoded_with_sequence_number_0_is_stamped() -> None:
