@@ -24,7 +24,8 @@ MAX_COMMIT_WAIT = 1e9
 def commit_deadline(now: float, timeout: float) -> float:
     """When a proposal made at ``now`` with ``timeout`` seconds times out; a
     ``TypeError`` or ``ValueError`` naming ``timeout`` when it is no number of seconds."""
-    if type(timeout) is float and timeout == timeout:
+    kind = type(timeout)
+    if (kind is float and timeout == timeout) or kind is int:
         return now + max(0.0, min(timeout, MAX_COMMIT_WAIT))
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError(f"timeout must be a number of seconds, got {shown(timeout)}")
