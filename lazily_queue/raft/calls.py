@@ -27,7 +27,7 @@ class Calls:
     #: Called as ``observer(code, seconds, result, error)`` when a call ends (commit
     #: latency and error metrics).
     call_observer: Callable[[int, float, Any, BaseException | None], None] | None
-    #: When (``time.perf_counter``) a call last let the loop run (:data:`YIELD_EVERY`).
+    #: When (``time.perf_counter``) a call last let the loop run (:meth:`_yield_now`).
     _yielded_at = 0.0
 
     def propose(
@@ -61,9 +61,7 @@ class Calls:
             self._observe_call(code, started, None, exc)
             raise
         try:
-            if fut.done() and started - self._yielded_at >= YIELD_EVERY:
-                # applied inside its proposal: let the loop run now and then
-                self._yielded_at = started
+            if fut.done() and self._yield_now(started):
                 await asyncio.sleep(0)
             result = await fut
         except asyncio.CancelledError:
@@ -72,8 +70,7 @@ class Calls:
         except Exception as exc:
             self._observe_call(code, started, None, exc)
             raise
-        if self.call_observer is not None:
-            self._observe_call(code, started, result, None)
+        self._observe_call(code, started, result, None)
         return result
 
     async def call_many(
@@ -108,6 +105,14 @@ class Calls:
         if first is not None:
             raise first
         return results
+
+    def _yield_now(self, now: float) -> bool:
+        """Whether a call started at ``now`` whose op was applied inside its proposal lets
+        the loop run before it returns (see :data:`YIELD_EVERY`)."""
+        if now - self._yielded_at < YIELD_EVERY:
+            return False
+        self._yielded_at = now
+        return True
 
     def _abandon(self, proposal: Proposal, fut: asyncio.Future[Any],
                  on_orphan: Callable[[Any], None] | None) -> None:
