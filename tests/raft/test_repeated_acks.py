@@ -32,12 +32,19 @@ def _committed_push(cluster: Manual, leader: str, followers: list[str], value: s
     cluster.deliver()
 
 
-def test_the_answer_to_a_commit_published_on_its_own_is_left_out(tmp_path: Path) -> None:
+def _after_a_commit(tmp_path: Path) -> tuple[Manual, str, list[str]]:
+    """Three members, a queue declared and a push committed; the leader's commit index
+    published on its own and delivered."""
     cluster = Manual(tmp_path)
     leader = cluster.elect()
     cluster.declare_queue(leader)
     followers = [n for n in cluster.ids if n != leader]
     _committed_push(cluster, leader, followers, "a")
+    return cluster, leader, followers
+
+
+def test_the_answer_to_a_commit_published_on_its_own_is_left_out(tmp_path: Path) -> None:
+    cluster, leader, followers = _after_a_commit(tmp_path)
     mark = len(cluster.sent)
     for node in followers:
         cluster.step(node)
@@ -49,11 +56,7 @@ def test_the_answer_to_a_commit_published_on_its_own_is_left_out(tmp_path: Path)
 
 
 def test_a_follower_still_answers_once_per_window(tmp_path: Path) -> None:
-    cluster = Manual(tmp_path)
-    leader = cluster.elect()
-    cluster.declare_queue(leader)
-    followers = [n for n in cluster.ids if n != leader]
-    _committed_push(cluster, leader, followers, "a")
+    cluster, leader, followers = _after_a_commit(tmp_path)
     for node in followers:
         cluster.step(node)
     engine = cluster.replicas[leader].engine
