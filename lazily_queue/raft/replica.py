@@ -24,7 +24,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from .batch import encode_batch, encode_checked_op, with_seq
+from .batch import encode_batch, encode_checked_op, remember, with_seq
 from .codec import frame_limit
 from .engine import LEADER, STATE_NAMES, RaftEngine
 from .errors import ProposalRejected
@@ -36,6 +36,7 @@ from .ready import NOTHING, Completion, Ready
 from .rejoin import check_continues
 from .replica_waiters import ReplicaWaiters
 from .snapshot import SnapshotError, SnapshotStore
+from .values import plain
 
 log = logging.getLogger(__name__)
 
@@ -264,13 +265,25 @@ class Replica(ReplicaWaiters):
         return min(self._unresolved, default=self._next_seq)
 
     def _submit(self, batch: list[Proposal], now: float) -> None:
-        payload = encode_batch(self.session, self._floor(), [p.encoded for p in batch])
+        encoded: list[bytes] = []
+        attempts: list[int] = []
+        ops: list[list[Any]] | None = []
+        deadline = now + self.config.attempt_timeout
         for p in batch:
+            encoded.append(p.encoded)
             p.in_flight = True
             p.attempts += 1
-            p.attempt_deadline = now + self.config.attempt_timeout
+            p.attempt_deadline = deadline
+            attempts.append(p.attempts)
+            if ops is not None and plain(p.args):
+                ops.append([p.seq, p.code, *p.args])
+            else:
+                ops = None
+        session, floor = self.session, self._floor()
+        payload = encode_batch(session, floor, encoded)
+        if ops is not None:  # applied here, it needs no decoding
+            remember(payload, session, floor, ops)
         self.batches += 1
-        attempts = [p.attempts for p in batch]
         self.engine.submit(payload, functools.partial(self._on_result, batch, attempts))
 
     def _on_result(

@@ -1,5 +1,6 @@
 """Batches of one op (``push_many``, ``publish_many``): each op encoded once, all before
-the first is proposed, and the bytes proposed are those a direct encoding gives."""
+the first is proposed, and the bytes proposed are those a direct encoding gives; a batch
+its proposer remembers decodes as decoding it gives."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ import cbor2
 import pytest
 
 from lazily_queue import testing
-from lazily_queue.raft import values
-from lazily_queue.raft.batch import encode_batch, encode_checked_op, encode_command, with_seq
+from lazily_queue.raft import batch, values
+from lazily_queue.raft.batch import (
+    decode_command,
+    encode_batch,
+    encode_checked_op,
+    encode_command,
+    with_seq,
+)
 from lazily_queue.replicated import ops as C
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 
@@ -39,6 +46,50 @@ def test_a_batch_of_encoded_ops_is_the_batch_encode_command_writes(session: int)
             encoded = [values.dumps(op) for op in ops[:n]]
             assert encode_batch(session, floor, encoded) == encode_command(session, floor,
                                                                            ops[:n])
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with the type of everything in it (nan by its text, as nan != nan)."""
+    if type(value) in (list, tuple):
+        return type(value), [_typed(v) for v in value]
+    return type(value), repr(value) if value != value else value
+
+
+@pytest.mark.parametrize("args", [
+    ["q", b"x" * 100], ["q", "text", None, True, False], [],
+    [-(2**64), 2**64 - 1, 0, -1, 2**63], [0.5, -0.0, float("inf"), float("nan"), 1e300],
+])
+def test_a_batch_its_proposer_remembers_decodes_as_decoding_gives(args: list[Any]) -> None:
+    """The path that skips decoding a batch proposed here gives what decoding gives,
+    types included, once."""
+    assert values.plain(args)
+    ops = [[seq, C.QUEUE_PUSH, *args] for seq in (1, 2, 300)]
+    payload = encode_batch(2**40, 1, [values.dumps(op) for op in ops])
+    decoded = decode_command(payload)
+    batch.remember(payload, 2**40, 1, [[seq, code, *rest] for seq, code, *rest in ops])
+    remembered = decode_command(bytes(payload))  # an equal payload, not the same object
+    assert _typed(remembered) == _typed(decoded)
+    again = decode_command(payload)
+    assert again is not remembered and _typed(again) == _typed(decoded)
+
+
+async def test_a_member_remembers_only_batches_of_plain_values(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               ) -> None:
+    remembered: list[list[list[Any]]] = []
+    remember = batch.remember
+    monkeypatch.setattr("lazily_queue.raft.replica.remember",
+                        lambda payload, session, floor, ops: (remembered.append(ops),
+                                                              remember(payload, session,
+                                                                       floor, ops)))
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        orders = cluster.node(1).queue("orders")
+        await orders.push(b"x")
+        await orders.push({"a": [1, (2, 3)]})
+        await orders.push("y")
+        assert [await orders.pop() for _ in range(3)] == [b"x", {"a": [1, (2, 3)]}, "y"]
+    assert [op[2:] for ops in remembered for op in ops if op[1] == C.QUEUE_PUSH] == [
+        ["orders", b"x"], ["orders", "y"]]
 
 
 def test_only_an_op_encoded_with_sequence_number_0_is_stamped() -> None:
