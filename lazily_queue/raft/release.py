@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from .codec import encode_frames
 from .errors import NodeNotRunning
@@ -82,8 +83,12 @@ class Release:
             self._link_addressed()
         if ready.completions or ready.events or ready.orphans:
             self._dispatch_results(ready)
+        sent: list[dict[str, Any]] | None = None
+        frames: list[bytes] = []
         for peer, messages in ready.messages.items():
-            for frame in encode_frames(messages):
+            if messages != sent:  # a leader's appends to followers in step are equal
+                sent, frames = messages, encode_frames(messages)
+            for frame in frames:
                 self.network.send(peer, frame)
         if self._state_waiters:
             self._wake_state_waiters()

@@ -12,6 +12,7 @@ from typing import Any
 from lazily_queue import testing
 from lazily_queue.raft.codec import decode_frame, encode_frames
 from lazily_queue.raft.ready import Ready
+from lazily_queue.raft.release import Release
 from lazily_queue.replicated import ops as C
 
 from .harness import Manual
@@ -128,3 +129,27 @@ async def test_followers_learn_a_commit_without_a_heartbeat_or_another_push(
         await asyncio.wait_for(followers[0].queue("q").push("c"), 10)
         await _until(lambda: all(n.view.queue("q").elements() == ["a", "b", "c"]  # type: ignore[union-attr]
                                  for n in c.running))
+
+
+class _Network:
+    def __init__(self) -> None:
+        self.frames: list[tuple[str, bytes]] = []
+
+    def send(self, peer: str, frame: bytes) -> None:
+        self.frames.append((peer, frame))
+
+
+def test_equal_messages_to_several_peers_go_as_the_frames_each_would_be_given() -> None:
+    """A leader's appends to followers in step are encoded once; any peer's frames are
+    those of its own messages."""
+    release = Release()
+    network = _Network()
+    release.network = network  # type: ignore[assignment]
+    release._unaddressed, release._state_waiters = set(), []
+    append = {"type": "append_entries", "term": 2, "commit_index": 5, "entries": [(b"x", 6, 2)],
+              "prevLogIdx": 5, "prevLogTerm": 2}
+    messages = {"2": [append], "3": [dict(append)], "4": [dict(append, commit_index=4)],
+                "5": [dict(append)], "6": [dict(append), dict(append, entries=[])]}
+    release._dispatch(Ready(messages={peer: list(m) for peer, m in messages.items()}))
+    assert network.frames == [(peer, frame) for peer, sent in messages.items()
+                              for frame in encode_frames(sent)]
