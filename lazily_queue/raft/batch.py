@@ -106,11 +106,12 @@ def encode_checked_op(
     tuples = False if simple else values.scan(args, max_items=max_bytes, name=name)
     op = [seq, code, *args]
     try:
-        encoded = values.dumps(op, tuples=tuples)
+        encoded = values.dumps(op, tuples=True) if tuples else cbor2.dumps(op)
     except (cbor2.CBOREncodeError, UnicodeEncodeError) as exc:
         raise values.unsupported(name, str(exc)[:200]) from None
     if message_limit is not None and args:
-        size = message_size(encoded, op, args[-1])
+        message = args[-1]
+        size = len(message) if type(message) is bytes else message_size(encoded, op, message)
         if size > message_limit:
             raise MessageTooLarge(
                 f"{name}: a message of {size} bytes exceeds the {message_limit}-byte limit "

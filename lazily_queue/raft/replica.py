@@ -245,11 +245,11 @@ class Replica(ReplicaWaiters):
                 continue
             if p.retry_at > now:
                 continue
-            if batch and size + p.size > self.config.max_batch_bytes:
+            if batch and size + len(p.encoded) > self.config.max_batch_bytes:
                 self._submit(batch, now)
                 batch, size = [], 0
             batch.append(p)
-            size += p.size
+            size += len(p.encoded)
         if batch:
             self._submit(batch, now)
             if len(batch) == len(self._queued):  # all of them went
@@ -260,9 +260,6 @@ class Replica(ReplicaWaiters):
             if not p.done and not p.in_flight:
                 waiting[p.seq] = p
         self._queued = list(waiting.values())
-
-    def _floor(self) -> int:
-        return min(self._unresolved, default=self._next_seq)
 
     def _submit(self, batch: list[Proposal], now: float) -> None:
         encoded: list[bytes] = []
@@ -279,7 +276,7 @@ class Replica(ReplicaWaiters):
                 ops.append([p.seq, p.code, *p.args])
             else:
                 ops = None
-        session, floor = self.session, self._floor()
+        session, floor = self.session, min(self._unresolved, default=self._next_seq)
         payload = encode_batch(session, floor, encoded)
         if ops is not None:  # applied here, it needs no decoding
             remember(payload, session, floor, ops)
