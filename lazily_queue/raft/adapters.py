@@ -19,17 +19,22 @@ from .log_config import in_effect_already
 from .prevote import LEADER
 
 
-class RaftPeer(_PsNode):  # type: ignore[misc]
-    """A cluster member, identified by its node id as a string."""
+class RaftPeer(str, _PsNode):  # type: ignore[misc]
+    """A cluster member, identified by its node id as a string. It is that string too,
+    for its hash only: it equals, shows and formats as the library's node does."""
+
+    def __new__(cls, node_id: str, **kwargs: Any) -> RaftPeer:
+        return str.__new__(cls, str(node_id))
 
     def __init__(self, node_id: str, **kwargs: Any) -> None:
-        super().__init__(str(node_id), **kwargs)
-        self._hash = hash(self._id)
+        _PsNode.__init__(self, str(node_id), **kwargs)
 
     # The library hashes and compares members many times a step (its dicts and sets are
-    # keyed by them): the same identity as the library's, without its property lookups.
-    def __hash__(self) -> int:
-        return self._hash  # type: ignore[no-any-return]
+    # keyed by them): the hash of the id, as the library's, computed by str without a
+    # call of Python code.
+    __hash__ = str.__hash__
+    __repr__ = _PsNode.__repr__
+    __str__ = _PsNode.__str__
 
     def __eq__(self, other: object) -> bool:
         # ``_id`` is what the library's ``id`` property returns

@@ -6,8 +6,9 @@ import queue
 from pathlib import Path
 
 import pytest
+from pysyncobj.node import Node
 
-from lazily_queue.raft.adapters import CommandQueue
+from lazily_queue.raft.adapters import CommandQueue, RaftPeer
 from lazily_queue.replicated import ops as C
 
 from .harness import Manual
@@ -56,3 +57,13 @@ def test_an_unbounded_command_queue_takes_any_number() -> None:
     for i in range(1000):
         commands.put_nowait(i)
     assert len(commands) == 1000
+
+
+def test_a_member_equals_hashes_and_shows_as_the_library_node_of_its_id() -> None:
+    member, node = RaftPeer(2), Node("2")
+    assert member == RaftPeer("2") == node and node == member and member != RaftPeer("3")
+    assert not member != RaftPeer("2") and not member != node
+    assert hash(member) == hash(node) and {member: 1}[node] == {node: 1}[member] == 1
+    assert member != "2" and "2" != member and member.id == "2"
+    assert repr(member) == "RaftPeer('2')" and str(member) == f"{member}" == "2"
+    assert type(str(member)) is str
