@@ -57,6 +57,16 @@ class Ready:
             break
         else:
             return NOTHING
+        for messages in self.messages.values():  # a leader's appends: all of them go
+            for message in messages:
+                if message["type"] not in kinds:
+                    break
+            else:
+                continue
+            break
+        else:
+            every, self.messages = self.messages, {}
+            return Ready(messages=every)
         taken: dict[str, list[dict[str, Any]]] = {}
         for peer, messages in list(self.messages.items()):
             chosen = [m for m in messages if m["type"] in kinds]

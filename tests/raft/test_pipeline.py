@@ -73,3 +73,24 @@ def test_a_step_that_produced_nothing_still_counts_its_write() -> None:
     released, error = pipeline.stepped(NOTHING, refused)
     assert released == [] and isinstance(error, OSError)
     assert not pipeline.idle  # what the failed write left must be fsynced again
+
+
+def test_taking_messages_gives_the_same_whether_all_or_some_are_taken() -> None:
+    """Messages all of the kinds asked for move at once; any other mix is picked over."""
+    kinds = frozenset({"append_entries", "apply_command_response"})
+    mixes = [
+        {"2": ["append_entries"], "3": ["append_entries", "apply_command_response"]},
+        {"2": ["append_entries"], "3": ["append_entries", "next_node_idx"]},
+        {"2": ["next_node_idx"], "3": ["append_entries"]},
+        {"2": ["next_node_idx"], "3": ["response_vote"]},
+    ]
+    for mix in mixes:
+        ready = Ready(messages={peer: [{"type": t, "at": i} for i, t in enumerate(types)]
+                                for peer, types in mix.items()})
+        messages = {peer: list(ms) for peer, ms in ready.messages.items()}
+        taken = ready.take_messages(kinds)
+        expected = {peer: [m for m in ms if m["type"] in kinds] for peer, ms in messages.items()}
+        assert taken.messages == {peer: ms for peer, ms in expected.items() if ms}
+        left = {peer: [m for m in ms if m["type"] not in kinds] for peer, ms in messages.items()}
+        assert ready.messages == {peer: ms for peer, ms in left.items() if ms}
+        assert (taken is NOTHING) == (not any(expected.values()))
