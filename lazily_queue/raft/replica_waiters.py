@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import CommitTimeout, NoQuorum
+from .prevote import LEADER
 
 if TYPE_CHECKING:
     from .engine import RaftEngine
@@ -104,7 +105,7 @@ class ReplicaWaiters:
             "is unknown" if unknown else text, applied=None if unknown else False))
 
     def _has_quorum(self) -> bool:
-        return bool(self.engine._isLeader() or self.engine.hasQuorum)
+        return self.engine._SyncObj__raftState == LEADER or bool(self.engine.hasQuorum)
 
     def _quorum_text(self) -> str:
         members = self.engine.members
