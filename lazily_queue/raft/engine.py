@@ -201,11 +201,11 @@ class RaftEngine(EngineView, PatchedSyncObj):
         return self._apply_batch(payload, int(stamp or 0))
 
     def _apply_batch(self, batch: bytes, stamp: int) -> Any:
-        if not patches.enabled("safe-apply"):
-            return self._apply_fn(batch, stamp)
         try:
             return self._apply_fn(batch, stamp)
         except Exception as exc:  # a failing entry must not wedge the node
+            if not patches.enabled("safe-apply"):
+                raise
             self.apply_errors += 1
             log.exception("applying a committed entry failed; it is skipped on every node")
             return exc
