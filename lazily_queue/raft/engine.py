@@ -119,9 +119,8 @@ class RaftEngine(EngineView, PatchedSyncObj):
         self._light_period = cfg.heartbeat_interval
         self._full_tick_at = float("-inf")
         self._unsent_appends = False  # appended to the log since the last AppendEntries
-        #: Full engine ticks so far, and a leader's light ones (:mod:`.leading`).
-        self.full_ticks = 0
-        self.light_ticks = 0
+        #: Full engine ticks so far, and light ones (:mod:`.leading`).
+        self.full_ticks = self.light_ticks = 0
         self._held: list[Any] = []  # members left out of this append round (see _hold)
         self._members: dict[str, RaftPeer] = {}
         conf = SyncObjConf(
@@ -280,8 +279,8 @@ class RaftEngine(EngineView, PatchedSyncObj):
     # -- driving --------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Advance the engine: a leader whose last full tick is recent commits and applies
-        what a majority holds durably (:mod:`.leading`); else a full tick."""
+        """Advance the engine: a light tick (a leader commits what a majority holds durably,
+        both roles apply) while nothing is due since a recent full one; else a full tick."""
         now = self._clock()
         if self.transfer.target is not None:  # pending
             with self._env:
@@ -293,10 +292,11 @@ class RaftEngine(EngineView, PatchedSyncObj):
         size = self._journal.size_bytes
         compact = (size >= self._compaction_bytes and size >= self._snapshots.size
                    and not self._snapshots.pending)  # its end compacts; one would follow
-        # The light path reads no PySyncObj clock (wrap_application routes membership's).
-        leads = self._SyncObj__raftState == LEADER
-        if leads and light_tick(self, now, self._full_tick_at, compact):
-            commit_leading(self, self._journal.term_at)
+        if light_tick(self, now, self._full_tick_at, compact):  # reads no library clock
+            if self._SyncObj__raftState == LEADER:
+                commit_leading(self, self._journal.term_at)
+            elif self._SyncObj__raftCommitIndex > self._SyncObj__raftLastApplied:
+                self.apply_committed()
             self.light_ticks += 1
             return
         with self._env:

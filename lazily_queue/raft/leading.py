@@ -14,6 +14,10 @@ index) and applies up to it, exactly as the full tick's leader branch and the
 durable-commit clamp (:mod:`.durable_commit`) would. A commit then costs
 no more than counting: a reply from a follower commits in the step it starts. The other
 timers run with the next full tick, at most ``period`` seconds later.
+
+A follower's ticks are light by the same rule, and only apply what is committed, until
+its election deadline passes (a full tick starts the pre-vote round or election at
+once) or a command waits to be forwarded to the leader.
 """
 
 from __future__ import annotations
@@ -40,14 +44,21 @@ def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool
 
 
 def light_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> bool:
-    """Whether a leader's tick at ``now`` may only commit and apply: its last full tick
-    (at ``full_tick_at``) is recent, no heartbeat is due and no snapshot or compaction
-    (``compact``: one is due by size) waits for a full one (a snapshot written on the
-    worker thread waits only for its end)."""
+    """Whether a tick at ``now`` may only commit (a leader) and apply: the last full tick
+    (at ``full_tick_at``) is recent, no heartbeat is due (a leader), no election nor
+    pre-vote round and no command to forward (a follower, see
+    :meth:`~.prevote.PreVote.quiet`), and no snapshot or compaction (``compact``: one is
+    due by size) waits for a full one (a snapshot written on the worker thread waits
+    only for its end)."""
     snapshots = engine._snapshots
     if (now - full_tick_at >= engine._light_period or compact or snapshots.transmitting
-            or engine._SyncObj__forceLogCompaction
-            or (engine._SyncObj__otherNodes and now > engine._SyncObj__newAppendEntriesTime)):
+            or engine._SyncObj__forceLogCompaction):
+        return False
+    if engine._SyncObj__raftState == LEADER:
+        if engine._SyncObj__otherNodes and now > engine._SyncObj__newAppendEntriesTime:
+            return False
+    elif (engine._queued_commands or not engine._SyncObj__onReadyCalled
+          or not engine.pre_vote.quiet(now)):
         return False
     writer = snapshots.writer
     if writer.pending:

@@ -90,6 +90,14 @@ class PreVote:
                 "last_log_index": int(last[1]), "last_log_term": int(last[2]),
             })
 
+    def quiet(self, now: float) -> bool:
+        """Whether a tick at ``now`` has no election business for this follower: no round
+        won, other members, and an election deadline not passed (neither
+        :meth:`before_tick` nor the library's election check would act)."""
+        e = self._engine
+        return (self._won is None and e._SyncObj__raftState == FOLLOWER
+                and bool(e._SyncObj__otherNodes) and e._SyncObj__raftElectionDeadline >= now)
+
     def on_response(self, peer_id: str, message: dict[str, Any]) -> None:
         """Count a grant of the open round; adopt the higher term a refusal carries."""
         e = self._engine

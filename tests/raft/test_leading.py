@@ -1,6 +1,7 @@
 """A leader, alone or not: proposals go straight to its log, and its ticks commit what a
 majority holds durably without a full engine tick, which still runs once per heartbeat
-period (and whenever a snapshot or compaction waits for one); followers tick fully."""
+period (and whenever a snapshot or compaction waits for one); so do followers, which only
+apply what is committed in between (and tick fully as soon as an election is due)."""
 
 from __future__ import annotations
 
@@ -174,14 +175,60 @@ def test_a_leader_with_peers_still_ticks_fully_once_per_heartbeat_period(
     assert int(0.2 / heartbeat) - 1 <= len(ticks) <= int(0.2 / heartbeat) + 1
 
 
-def test_followers_tick_fully_every_time(tmp_path: Path) -> None:
-    cluster, _leader, followers, _ = _leading(tmp_path)
-    replica = cluster.replicas[followers[0]]
-    ticks = _count_full_ticks(replica)
-    for _ in range(5):
+def _following(tmp_path: Path) -> tuple[Manual, str, str, list[int]]:
+    cluster, leader, followers, _ = _leading(tmp_path)
+    cluster.replicas[followers[0]].tick()  # a full tick now: the next ones are light
+    return cluster, leader, followers[0], _count_full_ticks(cluster.replicas[followers[0]])
+
+
+def test_a_follower_applies_what_is_committed_without_a_full_tick(tmp_path: Path) -> None:
+    cluster, leader, follower, ticks = _following(tmp_path)
+    replica = cluster.replicas[leader]
+    _push(replica, "x", [])
+    appends = replica.prepare().messages
+    assert replica.journal.write()
+    replica.journal.fsync()
+    _followers_answer(cluster, leader, appends, [n for n in cluster.ids if n != leader])
+    assert len(replica.tick().completions) == 1
+    for message in replica.publish_commit().messages[follower]:
+        cluster.replicas[follower].receive(leader, message)
+    cluster.now += 0.001
+    cluster.replicas[follower].tick()
+    assert ticks == []
+    assert cluster.views[follower].queue("q").elements() == ["x"]
+
+
+def test_a_follower_still_ticks_fully_once_per_heartbeat_period(tmp_path: Path) -> None:
+    cluster, _leader, follower, ticks = _following(tmp_path)
+    replica = cluster.replicas[follower]
+    heartbeat = replica.config.engine.heartbeat_interval
+    for _ in range(200):  # within the election timeout: no election falls due
         cluster.now += 0.001
         replica.tick()
-    assert len(ticks) == 5
+    assert int(0.2 / heartbeat) - 1 <= len(ticks) <= int(0.2 / heartbeat) + 1
+
+
+def test_a_follower_ticks_fully_as_soon_as_its_election_deadline_passes(
+    tmp_path: Path,
+) -> None:
+    cluster, _leader, follower, ticks = _following(tmp_path)
+    replica = cluster.replicas[follower]
+    engine: Any = replica.engine
+    cluster.now = engine._SyncObj__raftElectionDeadline + 0.001
+    engine._full_tick_at = cluster.now - 0.001  # though the last full tick is recent
+    rounds = [m for m in replica.tick().messages.values()
+              if any(x["type"] == "pre_vote" for x in m)]
+    assert ticks == [1] and len(rounds) == 2
+
+
+def test_a_follower_ticks_fully_while_a_command_waits_to_be_forwarded(tmp_path: Path) -> None:
+    cluster, leader, follower, ticks = _following(tmp_path)
+    replica = cluster.replicas[follower]
+    replica.engine._commands.put_nowait((b"\x01", None))  # a queued no-op
+    cluster.now += 0.001
+    sent = replica.tick().messages
+    assert ticks == [1]
+    assert [m["type"] for m in sent[leader]] == ["apply_command"]
 
 
 def test_a_leader_ticks_fully_while_a_compaction_waits(tmp_path: Path) -> None:
