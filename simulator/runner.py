@@ -161,7 +161,7 @@ class Summary:
             f"writes or fsyncs), {int(t.get('bad_frames', 0))} hostile frames refused, "
             f"fsyncs {int(t.get('inline_fsyncs', 0))} inline and "
             f"{int(t.get('worker_fsyncs', 0))} on the worker thread, "
-            f"{int(t.get('light_ticks', 0))} leader ticks that only committed and applied"
+            f"{int(t.get('light_ticks', 0))} ticks that only committed and applied"
         )
 
 
