@@ -115,6 +115,12 @@ class EventRouter:
                 observer(events)
             except Exception:
                 log.exception("node %s: an event observer failed", self.node_id)
+        if not (self.queues or self.topics or self.work_queues or self.released):
+            for event in events:  # no storage: only a deletion's or a restore's hooks run
+                if type(event) is Deleted or type(event) is Restored:
+                    break
+            else:
+                return  # no reader anywhere: no reactive batch either
         with self.ctx.batch():
             for event in events:
                 match event:
