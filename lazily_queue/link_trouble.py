@@ -19,6 +19,7 @@ from lazily_transports import (
     describe_tls_error,
 )
 
+from .raft.link_identity import DUPLICATE, LIVE_ELECTIONS
 from .raft.transfer_notice import KEPT_ELECTIONS, TransferNotices
 
 if TYPE_CHECKING:
@@ -78,6 +79,15 @@ def handing_over(node: Node, leader: str, term: int) -> str | None:
     return notice.target
 
 
+def refusal_grace(node: Node, trouble: LinkTrouble, grace: float) -> float:
+    """Seconds a refused handshake must stand before the start fails: ``grace``, and the
+    peers' liveness window besides when they refused a second process of this member
+    (the old process may only have gone silent: they take this one once it passed)."""
+    if not trouble.duplicate:
+        return grace
+    return grace + LIVE_ELECTIONS * node.driver.replica.config.engine.election_timeout_max
+
+
 def handover_window(node: Node) -> float:
     """Seconds a transfer notice explains a lost leader: a few election timeouts."""
     return KEPT_ELECTIONS * node.driver.replica.config.engine.election_timeout_max
@@ -104,6 +114,10 @@ class LinkTrouble(logging.Handler):
         super().__init__(logging.WARNING)
         self.fatal: str | None = None
         self.fatal_at = 0.0
+        #: The refusal standing is one of a second process of a live member: this node
+        #: while its old process's link is still live to the peer (a restart after the
+        #: old process went silent), or a copy of it (see :func:`refusal_grace`).
+        self.duplicate = False
         self.last: dict[int, str] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -126,6 +140,7 @@ class LinkTrouble(logging.Handler):
             return
         if self.fatal is None:
             self.fatal_at = time.monotonic()
+        self.duplicate = DUPLICATE in str(error)
         self.fatal = f"the link to peer {peer} failed: {error}. {_fix_for(error)}"
 
 

@@ -66,6 +66,7 @@ from .raft.driver import Driver
 from .raft.engine import EngineConfig
 from .raft.errors import NodeNotRunning, StorageUnavailable
 from .raft.journal import DurableJournal
+from .raft.link_identity import LIVE_ELECTIONS
 from .raft.network import RaftNetwork
 from .raft.proposals import ReplicaConfig
 from .raft.replica import Replica
@@ -287,7 +288,7 @@ class Node(NodeCells, NodeCluster):
         return mesh_network(self, secret=self._secret,
                             allow_unauthenticated=self._allow_unauthenticated,
                             links=self._links, journal=self._journal,
-                            live_window=2 * self._engine_config.election_timeout_max)
+                            live_window=LIVE_ELECTIONS * self._engine_config.election_timeout_max)
 
     async def stop(self, *, hand_over: bool = True) -> None:
         """Stop the member. Every call waiting on it (an operation in flight, a pop, a

@@ -36,7 +36,13 @@ from . import http_gate
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked, disk_problem
-from .link_trouble import LinkTrouble, RefusalHints, RepeatedRefusals, mesh_trouble
+from .link_trouble import (
+    LinkTrouble,
+    RefusalHints,
+    RepeatedRefusals,
+    mesh_trouble,
+    refusal_grace,
+)
 from .monitor import Monitor
 from .out_of_files import OutOfFiles
 from .raft.errors import StorageUnavailable
@@ -256,9 +262,10 @@ class NodeService:
         timeout = self.config.startup_timeout
         deadline = None if timeout == 0 else time.monotonic() + timeout
         while node.leader_id is None:
+            grace = refusal_grace(node, watch, FATAL_GRACE)
             # A refused handshake stops the start only while no peer at all is linked: a
             # node that can reach some members is not failed for another one's mistake.
-            if (watch.fatal is not None and time.monotonic() - watch.fatal_at > FATAL_GRACE
+            if (watch.fatal is not None and time.monotonic() - watch.fatal_at > grace
                     and not node.driver.replica.engine.connected):
                 raise ConfigError(f"{self.config.source}: {watch.fatal}")
             if deadline is not None and time.monotonic() > deadline:

@@ -29,6 +29,11 @@ KEEPALIVE_FEATURE = "link-keepalive-v1"
 KEEPALIVE = b"\x00"
 #: Seconds between two log lines about the same member's duplicate.
 LOG_EVERY = 10.0
+#: The liveness window in election timeouts (the longest one): a link silent this long is
+#: no longer live, and another process may take the member's place.
+LIVE_ELECTIONS = 2
+#: How a refusal of a second process of a live member begins.
+DUPLICATE = "another process already runs as node"
 
 
 def announced(features: frozenset[str], prefix: str) -> list[str]:
@@ -85,7 +90,7 @@ class LinkIdentity:
                     "while node %s's link (process %s) is live: a copy of node %s's data "
                     "directory runs elsewhere, or id %s is configured on two nodes",
                     self.node_id, peer, process, peer, current, peer, peer)
-            return (f"another process already runs as node {peer} and its link to node "
+            return (f"{DUPLICATE} {peer} and its link to node "
                     f"{self.node_id} is live: two processes share id {peer} (a copied data "
                     f"directory, or id {peer} configured twice). Stop this one")
         self._process[peer] = process or ""
