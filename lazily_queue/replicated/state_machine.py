@@ -215,14 +215,12 @@ class StateMachine(StateSnapshots):
             if code in _WRAPPERS:
                 session.keep(seq, NOT_HELD if self._not_held else IN_CLIENT)
             elif result is None:  # what most ops answer: nothing to count (KeptResults.keep)
-                done[seq] = None  # session.keep(seq, None) inlined
-                if seq < session.low:
-                    session.low = seq
+                session.keep(seq, None)
             else:
                 self.kept.keep(sessions, session, seq, result, limit_of(session_id))
             results.append(result)
         if floor > session.floor:
-            self.kept.total -= session.move_floor(floor)  # self.kept.freed inlined
+            self.kept.freed(session.move_floor(floor))
         return results
 
     def apply_plain(self, code: Any, args: list[Any]) -> Any:
