@@ -36,6 +36,7 @@ from lazily_transports.tls import CertificateCheck, PeerCertificate
 from ..errors import InvalidConfiguration, shown, shown_path
 from ..names import check_positive
 from ..replicated import ops
+from ..replicated.client_sessions import owner_tag
 from ..small_files import CredentialFileError, read_credential
 from .certificates import (
     alt_name,
@@ -324,11 +325,20 @@ class ClientAccess:
         self.frame_budget = frame_budget
         self.ssl_context = ssl_context
         self.grants: dict[str, ClientGrant] = {}
+        tagged: dict[int, str] = {}
         for grant in grants:
             if not isinstance(grant, ClientGrant):
                 raise InvalidConfiguration(f"expected ClientGrant objects, got {shown(grant)}")
             if grant.name in self.grants:
                 raise InvalidConfiguration(f"client {grant.name!r} is listed twice")
+            other = tagged.setdefault(owner_tag(grant.name), grant.name)
+            if other != grant.name:
+                raise InvalidConfiguration(
+                    f"clients {other!r} and {grant.name!r} have the same session tag (a "
+                    "16-bit hash of the name, which a member checks a hello's session id "
+                    "against): either could name the other's sessions, read the results "
+                    "kept for its retries and have its next ops answered as duplicates; "
+                    "rename one of them")
             self.grants[grant.name] = grant
         check_positive(max_in_flight, "max_in_flight")
         check_positive(max_total_in_flight, "max_total_in_flight")

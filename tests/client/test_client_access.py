@@ -34,7 +34,7 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client.cluster import ClusterClient
 from lazily_queue.errors import InvalidConfiguration, MessageTooLarge
 from lazily_queue.replicated import ops
-from lazily_queue.replicated.client_sessions import new_session_id
+from lazily_queue.replicated.client_sessions import new_session_id, owner_tag
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -209,6 +209,20 @@ def test_grants_and_credentials_refuse_bad_configuration() -> None:
         ClientAccess([ClientGrant("web", WEB), ClientGrant("web", READER)])
     assert "token" not in repr(ClientGrant("web", WEB)) or "..." in repr(Credentials("w", WEB))
     assert WEB.decode() not in repr(Credentials("web", WEB))
+
+
+def test_clients_whose_names_share_a_session_tag_are_refused() -> None:
+    """A member tells a client's sessions from another's only by the 16-bit tag of its
+    name (registered ids count up, so they are easy to guess): two clients of one tag
+    could each name the other's session, read the results kept for its retries and
+    have its next ops answered as duplicates, never applied."""
+    assert owner_tag("web") == owner_tag("tenant-104578")
+    with pytest.raises(InvalidConfiguration, match=r"'web' and 'tenant-104578' have the same"):
+        ClientAccess([ClientGrant("web", WEB, produce=["jobs"]),
+                      ClientGrant("tenant-104578", READER, consume=["news"])])
+    assert sorted(ClientAccess([ClientGrant("web", WEB),
+                                ClientGrant("tenant-104579", READER)]).grants) == [
+        "tenant-104579", "web"]
 
 
 @pytest.mark.parametrize(("promotion", "open_op"), [(ops.QUEUE_PROMOTE, ops.QUEUE_POP),
