@@ -198,6 +198,10 @@ def _fix_for(error: HandshakeError) -> str:
     """What to change for a refused link, by the field the refusal names."""
     if error.field == "features":
         return version_fix(newer=isinstance(error, PeerRejectedError))
+    if error.field in ("auth", "credential") and "client" in error.message:
+        return ("That link is a client's, not a member's: compare the name and token (or "
+                "certificate) it presents with this node's [[client]] tables; the cluster "
+                "secret is not concerned")
     if error.field == "auth":
         return ("The cluster secrets differ: every node needs the same "
                 "`cluster` and secret; compare the secret this node's `secret_env` / "

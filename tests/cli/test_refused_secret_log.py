@@ -4,7 +4,13 @@ at WARNING, with the setting to compare, and again only after a link succeeded."
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
+from lazily_transports import AuthenticationError, HandshakeError, IncompatiblePeerError
+
+from lazily_queue.link_trouble import RefusalHints
 
 from .node_procs import NodeProc, unix_peers, wait_for, write_config
 
@@ -40,3 +46,21 @@ def test_a_wrong_secret_is_logged_once_until_a_link_succeeds(tmp_path: Path) -> 
     finally:
         for proc in running:
             proc.terminate()
+
+
+@pytest.mark.parametrize("error", [
+    AuthenticationError("the client token does not match (wrong token?)"),
+    IncompatiblePeerError("credential", "unknown client credential 'intruder'"),
+    AuthenticationError("client 'web' authenticates with its token, not 'certificate'"),
+])
+def test_a_refused_client_is_not_logged_as_a_member_of_another_secret(
+        error: HandshakeError) -> None:
+    """Any client (or stranger naming one) refused for its name or token: the member's
+    line says to check the client's credentials, not the cluster secret."""
+    record = logging.LogRecord("lazily_transports.handshake", logging.WARNING, __file__, 1,
+                               "handshake with %s refused: %s", ("unix:n1.sock#peer", error),
+                               None)
+    assert RefusalHints().filter(record)
+    line = record.getMessage()
+    assert "[[client]] tables" in line and "secret is not concerned" in line, line
+    assert "secrets differ" not in line and "unique `id`" not in line
