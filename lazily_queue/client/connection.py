@@ -25,7 +25,7 @@ from . import protocol as P
 from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
-from .outbox import Outbox
+from .outbox import AnswerBudget, Outbox
 from .popped import GIVE_BACKS, Giving, give_back_refusal
 
 if TYPE_CHECKING:
@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 
 #: Answers and notifications queued for one client before it is disconnected.
 MAX_OUTBOX_BYTES = 64 * 1024 * 1024
+#: Answers, notifications and states queued for all clients of a member: over it, the
+#: links that took bytes least recently are disconnected (:class:`.outbox.AnswerBudget`).
+#: Room for two of the largest states a client reads.
+MAX_QUEUED_ANSWERS = 2 * P.MAX_ASSEMBLED_BYTES
 _REFUSALS_CACHED = 1024
 #: Longest name whose check is kept (the cache holds at most about 1 MiB of names).
 _NAME_CACHED = 1024
@@ -84,7 +88,7 @@ class ClientConnection:
 
     def __init__(self, stream: LinkStream, grant: ClientGrant, max_in_flight: int,
                  group_topics: GroupTopics = lambda name, undeclared: [],
-                 giving: Giving | None = None) -> None:
+                 giving: Giving | None = None, answers: AnswerBudget | None = None) -> None:
         self.grant = grant
         #: The give-backs the member admitted (shared by its client links).
         self.giving = Giving() if giving is None else giving
@@ -113,7 +117,8 @@ class ClientConnection:
         self.revoked: list[Key] = []
         self.replay: list[list[Any]] = []
         self.refusals: dict[tuple[int, Any], str | None] = {}
-        self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow)
+        self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow,
+                             budget=answers)
         #: Loop time the member last received bytes on this link, a frame or part of one
         #: (:mod:`.idle`).
         self.heard = self.outbox.progress

@@ -9,6 +9,10 @@ it is always queued, so a reader that keeps up is never cut off for it; another 
 it is queued overflows (a sender pacing its states waits for :meth:`Outbox.oversized_sent`
 first).
 
+Outboxes may share an :class:`AnswerBudget`: the bytes they queue in all are held
+within its limit by closing (overflowing) those whose links took bytes least recently,
+so links that do not read cannot each queue up to their own limit.
+
 A tracking outbox (a client's) numbers its frames and tells whether one is still held in
 this process (:meth:`Outbox.holds`): then the peer never got all of it. Closing it
 aborts the link, so what it held then is never sent.
@@ -25,12 +29,39 @@ import anyio
 from lazily_transports import LinkStream
 
 
+class AnswerBudget:
+    """The bytes queued by the outboxes sharing it, held within ``limit``: once they are
+    over it, the outbox whose link took bytes least recently overflows (module
+    docstring), and the next, until they are within it again."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        #: Outboxes overflowed to keep within the limit.
+        self.closed = 0
+        self.outboxes: set[Outbox] = set()
+
+    def grew(self) -> None:
+        """Bytes were queued: overflow the stalest outboxes while over the limit."""
+        while self.held > self.limit:
+            stalest = min((box for box in self.outboxes if box.queued),
+                          key=lambda box: box.progress, default=None)
+            if stalest is None:
+                return
+            self.closed += 1
+            stalest._overflow()
+
+
 class Outbox:
     """Ordered, non-blocking sending on one link (module docstring)."""
 
     def __init__(self, stream: LinkStream, *, limit: int,
-                 on_overflow: Callable[[int], None] | None = None, track: bool = False) -> None:
+                 on_overflow: Callable[[int], None] | None = None, track: bool = False,
+                 budget: AnswerBudget | None = None) -> None:
         self.stream = stream
+        self._budget = budget
+        if budget is not None:
+            budget.outboxes.add(self)
         self._track = track
         #: Frames taken so far (the next one's number), and those handed to the link.
         self.frames = 0
@@ -57,7 +88,8 @@ class Outbox:
 
     def send(self, data: bytes) -> None:
         """Send or queue ``data``; nothing happens once closed."""
-        if self._put(data, False) and self.queued - self.oversized > self.limit:
+        if (self._put(data, False) and self.queued - self.oversized > self.limit
+                and not self.closed):
             self._overflow()
 
     def send_oversized(self, pieces: list[bytes]) -> None:
@@ -93,6 +125,11 @@ class Outbox:
             self.oversized += len(data)
             self._oversized_sent.clear()
         self._ready.set()
+        budget = self._budget
+        if budget is not None:
+            budget.held += len(data)
+            if budget.held > budget.limit:
+                budget.grew()
         return True
 
     def _overflow(self, more: int = 0) -> None:
@@ -128,6 +165,8 @@ class Outbox:
                     self._handed_off()
                     self._queue.popleft()
                     self.queued -= len(data)
+                    if self._budget is not None:
+                        self._budget.held -= len(data)
                     if oversized:
                         self.oversized -= len(data)
                         if not self.oversized:
@@ -167,6 +206,9 @@ class Outbox:
             return
         self.closed = True
         self._queue.clear()
+        if self._budget is not None:
+            self._budget.held -= self.queued
+            self._budget.outboxes.discard(self)
         self.queued = self.oversized = 0
         self._oversized_sent.set()
         self._writer.cancel()

@@ -51,7 +51,7 @@ from ..replicated.session_register import UNKNOWN
 from . import protocol as P
 from .access import ClientAccess, ClientGrant
 from .batching import PendingOp
-from .connection import ClientConnection, group_topics
+from .connection import MAX_QUEUED_ANSWERS, ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
@@ -60,6 +60,7 @@ from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
 from .liveness import ClientLiveness
 from .op_admission import admitted_op, timeout_of
+from .outbox import AnswerBudget
 from .popped import Giving
 from .watchers import Watchers
 
@@ -107,6 +108,8 @@ class ClientServer:
         self.liveness = ClientLiveness(node, self._conns)
         self._watchers = Watchers(lambda: node.view)
         self._giving = Giving()
+        #: The bytes queued to all client links, held within a bound (:mod:`.outbox`).
+        self.answers = AnswerBudget(MAX_QUEUED_ANSWERS)
         node.add_event_observer(self._watchers.on_events)
         #: The objects some client watches (the state machine's tap).
         self.watched = self._watchers.by_key.keys()
@@ -175,6 +178,7 @@ class ClientServer:
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
                 "idle_closed": self.idle.closed, "links_refused": self.links.refused,
+                "answers_queued": self.answers.held, "answers_closed": self.answers.closed,
                 "frame_budget_held": self.frame_budget.held,
                 "frame_budget_waiting": self.frame_budget.waiting,
                 "frame_budget_closed": self.idle.budget_closed,
@@ -203,7 +207,7 @@ class ClientServer:
     async def _serve(self, stream: LinkStream, grant: ClientGrant) -> None:
         conn = ClientConnection(stream, grant, self.access.max_in_flight,
                                 lambda name, form: group_topics(self.node.view, name, form),
-                                self._giving)
+                                self._giving, self.answers)
         self._conns.add(conn)
         loop = asyncio.get_running_loop()
         try:
