@@ -308,4 +308,25 @@ MUTATIONS = [
         ("tests/client/test_client_access.py::"
          "test_a_client_makes_no_new_group_whose_name_has_the_separator",),
         "a client cannot take another topic's consumer group by a name with ':'"),
+    Mutation(
+        "client-grants-share-a-session-tag", "lazily_queue/client/access.py",
+        "            if other != grant.name:\n",
+        "            if False:\n",
+        ("tests/client/test_client_access.py::"
+         "test_clients_whose_names_share_a_session_tag_are_refused",),
+        "two clients whose names share a session tag are refused: either could name the "
+        "other's sessions"),
+    Mutation(
+        "client-answers-unbounded", "lazily_queue/client/outbox.py",
+        "            if budget.held > budget.limit:\n",
+        "            if False:\n",
+        ("tests/client/test_client_answer_budget.py",),
+        "the answers queued for all client links are bounded: links that do not read are cut"),
+    Mutation(
+        "client-answers-cut-the-largest", "lazily_queue/client/outbox.py",
+        "key=lambda box: box.progress, default=None)",
+        "key=lambda box: -box.queued, default=None)",
+        ("tests/client/test_client_answer_budget.py",),
+        "over the bound for answers, the links that took bytes least recently are cut first, "
+        "not a reader of a large state"),
 ]
