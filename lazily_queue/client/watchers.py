@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 #: Objects one client link may watch, and the bytes of their names in all.
 MAX_WATCHES = 4096
 MAX_WATCHED_NAME_BYTES = 16 * 2**20
+#: Characters of the names one client watches through all its links: twice what one
+#: link may, however many links it holds.
+MAX_CLIENT_WATCHED_CHARS = 2 * MAX_WATCHED_NAME_BYTES
 
 
 class Watchers:
@@ -33,12 +36,16 @@ class Watchers:
     def __init__(self, view: Callable[[], ReadView]) -> None:
         self._view = view
         self.by_key: dict[Key, set[ClientConnection]] = {}
+        #: Characters of the names each client watches through all its links.
+        self.by_client: dict[str, int] = {}
 
     def add(self, conn: ClientConnection, key: Key) -> None:
         """``conn`` (whose read of ``key`` was granted) watches it from the state now."""
         if key not in conn.watches:
             conn.watches.add(key)
             conn.watched_bytes += len(key[1])
+            client = conn.grant.name
+            self.by_client[client] = self.by_client.get(client, 0) + len(key[1])
         conn.guard(key, self._view())
         self.by_key.setdefault(key, set()).add(conn)
 
@@ -46,6 +53,12 @@ class Watchers:
         if key in conn.watches:
             conn.watches.discard(key)
             conn.watched_bytes -= len(key[1])
+            client = conn.grant.name
+            left = self.by_client[client] - len(key[1])
+            if left:
+                self.by_client[client] = left
+            else:
+                del self.by_client[client]
         conn.guarded.pop(key, None)
         watchers = self.by_key.get(key)
         if watchers is not None:
@@ -67,6 +80,12 @@ class Watchers:
                 f"a client link reads at most {MAX_WATCHES} objects, their names "
                 f"{MAX_WATCHED_NAME_BYTES // 2**20} MiB in all; it reads {len(conn.watches)} "
                 "already: read fewer objects through one client, or open another")
+        held = self.by_client.get(conn.grant.name, 0)
+        if key not in conn.watches and held + len(key[1]) > MAX_CLIENT_WATCHED_CHARS:
+            raise P.RequestRefused(
+                f"client {conn.grant.name!r} reads objects whose names have at most "
+                f"{MAX_CLIENT_WATCHED_CHARS:,} characters in all through all its links, and "
+                f"reads {held:,} already: read fewer objects, or ones of shorter names")
         view = self._view()
         self.add(conn, key)
         conn.send_state([rid, P.OK, [view.tapped, conn.capture(view, key)]])

@@ -1,16 +1,23 @@
 """A client stops watching an object once it is deleted, so a long-lived client using
 ever new names (a reply queue per request, deleted after) never runs into the objects a
-link may watch; an object read again after its deletion is watched anew."""
+link may watch; an object read again after its deletion is watched anew. What a client
+watches through all its links together is bounded too."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import cbor2
 import pytest
+from lazily_transports import LinkStream
 
 from lazily_queue import admin
+from lazily_queue.client import protocol as P
 from lazily_queue.client import watchers as watchers_module
 from lazily_queue.client.mirror import Key, Mirror
 from lazily_queue.reactive import Context, Effect
 from lazily_queue.replicated import ops
+from tests.client.one_member import linked, one_member
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 from tests.client.test_client_fairness import _until
 
@@ -72,3 +79,34 @@ def test_a_state_arriving_after_the_deletion_unwatched_it_is_ignored() -> None:
     mirror.install(("queue", "jobs"), 4, [None, False, ["late"]])  # sent before the unwatch
     assert mirror.view.queue("jobs") is None  # read again: watched anew
     assert asked == [("queue", "jobs")] * 2
+
+
+async def _ask(stream: LinkStream, request: list[Any]) -> list[Any]:
+    await stream.send(cbor2.dumps(request))
+    return cbor2.loads(await stream.receive())  # type: ignore[no-any-return]
+
+
+async def test_a_client_watches_names_of_bounded_length_through_all_its_links(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each link within its own bound, a client's links together may not hold more: a
+    client opening link after link cannot make the member keep ever more names."""
+    monkeypatch.setattr(watchers_module, "MAX_WATCHED_NAME_BYTES", 2_000)
+    monkeypatch.setattr(watchers_module, "MAX_CLIENT_WATCHED_CHARS", 3_000)
+    async with one_member() as member:
+        first, second = await linked(member), await linked(member)
+        try:
+            assert (await _ask(first, [2, P.WATCH, "queue", "a" * 1_500]))[1] == P.OK
+            assert (await _ask(second, [2, P.WATCH, "queue", "b" * 1_500]))[1] == P.OK
+            answer = await _ask(second, [3, P.WATCH, "queue", "c"])  # its link has room
+            assert answer[:2] == [3, P.ERROR] and answer[2][0] == "refused"
+            assert "through all its links" in answer[2][1]
+            assert "reads 3,000 already" in answer[2][1]
+            assert (await _ask(second, [4, P.WATCH, "queue", "b" * 1_500]))[1] == P.OK  # held
+            assert (await _ask(first, [3, P.UNWATCH, "queue", "a" * 1_500]))[1] == P.OK
+            assert (await _ask(second, [5, P.WATCH, "queue", "c"]))[1] == P.OK
+        finally:
+            await first.aclose()
+        await second.aclose()
+        assert member.clients is not None
+        await _until(lambda: not member.clients._watchers.by_client, "the names freed")
