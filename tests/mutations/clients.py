@@ -329,4 +329,11 @@ MUTATIONS = [
         ("tests/client/test_client_answer_budget.py",),
         "over the bound for answers, the links that took bytes least recently are cut first, "
         "not a reader of a large state"),
+    Mutation(
+        "client-watched-names-unbounded-across-links", "lazily_queue/client/watchers.py",
+        "        if key not in conn.watches and held + len(key[1]) > MAX_CLIENT_WATCHED_CHARS:\n",
+        "        if False:\n",
+        ("tests/client/test_client_watches.py::"
+         "test_a_client_watches_names_of_bounded_length_through_all_its_links",),
+        "the names a client watches through all its links together are bounded"),
 ]
