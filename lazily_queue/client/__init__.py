@@ -17,8 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, overload
 
 from lazily_transports import AddressError, scheme_of
+from lazily_transports.sockets import parse_unix
 
 from ..brokers.errors import UnsupportedAddress
+from ..config_keys import link_address_host
 from ..errors import InvalidConfiguration
 from .access import ClientAccess, ClientGrant, Credentials
 from .brokers import BROKER_SCHEMES, BrokerCredentials, Client, Connecting
@@ -80,7 +82,8 @@ def connect(
     with ``await client.close()``). ``options`` go to :class:`ClusterClient`
     (``op_timeout``, ``connect_timeout``, ``max_in_flight``, ``ping_interval``,
     ``ping_timeout``, ``prefer_leader``, ``ssl_context``, ``context``). Raises
-    ``UnsupportedAddress`` (an ``AddressError``) for an address of another scheme."""
+    ``UnsupportedAddress`` (an ``AddressError``) for an address of another scheme, or
+    one no member can be reached at (no port, a ``unix://`` host part, ...)."""
     if isinstance(addresses, str) and _scheme(addresses) not in CLUSTER_SCHEMES:
         broker_scheme_of(addresses)
         if credentials is not None and not isinstance(credentials, str | Mapping):
@@ -91,10 +94,7 @@ def connect(
         return connect_broker(addresses, broker_credentials, **options)
     listed = [addresses] if isinstance(addresses, str) else list(addresses)
     for address in listed:
-        if scheme_of(address) not in CLUSTER_SCHEMES:
-            raise UnsupportedAddress(
-                f"cannot connect to {address!r}: cluster members are reached at unix:, "
-                "tcp://, tls://, ws:// or wss:// addresses")
+        _check_member_address(address)
     if credentials is None or isinstance(credentials, str):
         raise InvalidConfiguration(
             "a cluster client needs its credentials: Credentials(name, token), (name, "
@@ -109,6 +109,23 @@ def connect(
                     f"client {credentials.name!r} proves its name with a TLS certificate: "
                     f"reach the members at tls:// or wss:// addresses, not {address!r}")
     return ClusterClient(listed, credentials, **options)
+
+
+def _check_member_address(address: str) -> None:
+    """Refuse, before anything runs, an address no member can be reached at (no
+    scheme, another scheme, a malformed one): ``UnsupportedAddress`` naming it."""
+    scheme = _scheme(address) if isinstance(address, str) else None
+    if scheme not in CLUSTER_SCHEMES:
+        raise UnsupportedAddress(
+            f"cannot connect to {address!r}: cluster members are reached at unix:, "
+            "tcp://, tls://, ws:// or wss:// addresses")
+    try:
+        if scheme == "unix":
+            parse_unix(address)
+        else:
+            link_address_host(address, listening=False)
+    except AddressError as exc:
+        raise UnsupportedAddress(f"cannot connect: {exc}") from None
 
 
 def _from_mapping(credentials: Mapping[str, str]) -> Credentials | CertificateCredentials | (

@@ -1,5 +1,5 @@
-"""A client refuses options it cannot run with, and a closed client's barrier fails
-with ClientClosed at once (as every other call of a closed client does)."""
+"""A client refuses options and addresses it cannot run with, and a closed client's
+barrier fails with ClientClosed at once (as every other call of a closed client does)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,22 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import ClientClosed, Credentials, Node, connect
+from lazily_queue import ClientClosed, Credentials, LazilyQueueError, Node, connect
 from lazily_queue.errors import InvalidConfiguration
 from tests.client.one_member import TOKEN, one_member
 
 pytestmark = pytest.mark.timeout(30)
 
+
+@pytest.mark.parametrize(("address", "says"), [
+    ("127.0.0.1:7101", "reached at unix:, tcp://"),      # no scheme, in a list
+    ("unix://member.sock", "unix:///absolute/path"),      # a host part: not dialled
+    ("tcp://127.0.0.1", "tcp://HOST:PORT"),               # no port
+    ("tcp://127.0.0.1:0", "cannot dial port 0"),
+])
+def test_an_address_no_member_has_is_refused_at_connect(address: str, says: str) -> None:
+    with pytest.raises(LazilyQueueError, match=says):  # one line, not a traceback
+        connect(["unix:member.sock", address], Credentials("web", TOKEN))
 
 
 @pytest.mark.parametrize("options", [
