@@ -3,8 +3,8 @@
 ``POST /jobs {"n": 12}`` queues a job on the replicated work queue ``jobs``; every
 process of the API runs a pool of workers taking jobs with ``deliveries()``. A worker
 publishes its result on the replicated topic ``results``; each process follows the
-topic (a durable subscription of its own) into a local dict, so ``GET /jobs/{id}``
-answers in any process. Delivery is at least once: a result published twice just
+topic (a subscription of its own) into a local dict, so ``GET /jobs/{id}`` answers in
+any process. Delivery is at least once: a result published twice just
 overwrites the same entry.
 
 As a member of the cluster (one ephemeral node, or one node of a configuration)::
@@ -76,8 +76,12 @@ def create_app(source: Node | ClusterClient, *, workers: int = 4) -> FastAPI:
         # Subscribe before serving, so that no result published later is missed.
         if isinstance(source, Node):
             await source.wait_for_leader()
+        # A member's name is the same after a restart: its durable cursor goes on there.
+        # A web worker's is new at each start: an ephemeral subscription, which ends
+        # with the client, so restarts leave no cursors holding every result back.
         subscriber = f"api-{me}"
-        await source.topic("results").subscribe(subscriber)
+        durability = "durable" if isinstance(source, Node) else "ephemeral"
+        await source.topic("results").subscribe(subscriber, durability)
         jobs = source.work_queue("jobs", visibility_timeout=10, max_deliveries=5)
         tasks = [asyncio.create_task(work(jobs, f"{me}-w{k}")) for k in range(workers)]
         tasks.append(asyncio.create_task(follow_results(subscriber)))

@@ -117,6 +117,26 @@ async def test_job_api_on_three_nodes(tmp_path: Path) -> None:
         assert status["topics"]["results"]["subscribers"].keys() == {"api-1", "api-2", "api-3"}
 
 
+async def test_job_api_as_a_client_leaves_no_subscription_when_it_stops() -> None:
+    """A web worker's subscriber name is new at each start: one left behind would hold
+    every later result back for good, a new one at every restart of the API."""
+    from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
+    from tests.client.one_member import TOKEN, one_member
+
+    job_api = load("job_api")
+    grant = ClientGrant("web", TOKEN, produce=["*"], consume=["*"])
+    async with one_member(ClientAccess([grant])) as member:
+        assert member.listen is not None
+        for _ in range(2):  # the API started and stopped twice
+            app = job_api.create_app(connect([member.listen], Credentials("web", TOKEN)),
+                                     workers=1)
+            async with app.router.lifespan_context(app):
+                assert member.topic("results").subscriptions()  # the worker follows it
+        async with asyncio.timeout(5):
+            while member.topic("results").subscriptions():  # noqa: ASYNC110 - plain state
+                await asyncio.sleep(0.05)
+
+
 async def test_sse_fanout_on_three_nodes(tmp_path: Path) -> None:
     sse = load("sse_fanout")
     cluster = testing.cluster(data_dir=tmp_path)
