@@ -210,6 +210,9 @@ def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fai
     if raw is None:
         return None
     items = raw if isinstance(raw, list) else [raw]
+    if any(isinstance(item, dict) for item in items):
+        raise fail("`clients` is the clients' own address(es); a client's name, token and "
+                   "permissions go in a [[client]] table (singular)")
     addresses = tuple(_string(a, fail, "clients") for a in items)
     for address in addresses:
         if address in raft:

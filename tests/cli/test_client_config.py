@@ -52,6 +52,8 @@ def test_without_clients_a_node_serves_none(tmp_path: Path) -> None:
         ({"client": [{**WEB, "produce": "jobs"}]}, r"`produce` is a list of name patterns"),
         ({"client": {"name": "web"}}, r"\[\[client\]\] tables"),
         ({"clients": "unix:c.sock"}, r"no \[\[client\]\] is listed"),
+        ({"clients": [WEB]}, r"go in a \[\[client\]\] table \(singular\)"),  # [[clients]]
+        ({"clients": WEB}, r"go in a \[\[client\]\] table \(singular\)"),  # [clients]
         ({"clients": "tcp://127.0.0.1:7001", "client": [WEB]}, r"must differ"),
         ({"clients": "unix:///no/such/dir/c.sock", "client": [WEB]}, r"does not exist"),
         ({"clients": ["tcp://127.0.0.1:0", 7], "client": [WEB]}, r"non-empty string"),
