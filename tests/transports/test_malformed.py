@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from lazily_transports import LinkBrokenError, LinkStream, listen
+from lazily_transports import HandshakeError, LinkBrokenError, LinkStream, dial, listen
 from lazily_transports.sockets import SocketChannel
 from lazily_transports.websocket import WebSocketChannel
 from transport_helpers import address_for, channel_pair, make_config
@@ -55,6 +55,24 @@ async def test_frame_above_negotiated_ceiling_closes_the_link(socket_address: st
         _raw_write(client, (101).to_bytes(4, "big") + b"x" * 101)
         with pytest.raises(LinkBrokenError, match="101 bytes"):
             await server.receive()
+
+
+async def test_dialling_an_http_server_says_so() -> None:
+    """An HTTP answer's first bytes read as a frame of 1213486160 bytes: the refusal says
+    an HTTP server answered (an http address given for a link address)."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(HandshakeError, match="an HTTP server answered"):
+            await dial(f"tcp://127.0.0.1:{port}", make_config(1), on_failure=lambda *_: None)
+    finally:
+        server.close()
+        await server.wait_closed()
 
 
 async def test_truncated_frame_delivers_whole_frames_then_breaks(socket_address: str) -> None:

@@ -36,6 +36,9 @@ from .tls import PeerCertificate, peer_certificate_of
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
 
 logger = logging.getLogger("lazily_transports.sockets")
+#: The length prefix an HTTP server's answer reads as (its first bytes, ``HTTP``).
+_HTTP_PREFIX = int.from_bytes(b"HTTP", "big")
+_HTTP_HINT = ": an HTTP server answered; dial a link address (listen, clients), not an http one"
 
 #: Flush inline (instead of at the end of the loop iteration) past this many bytes.
 _EAGER_FLUSH = 256 * 1024
@@ -103,7 +106,7 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         except FrameTooLargeError as exc:
             self._fail(
                 f"peer announced a frame of {exc.size} bytes, above the maximum frame size "
-                f"of {exc.limit} bytes"
+                f"of {exc.limit} bytes" + (_HTTP_HINT if exc.size == _HTTP_PREFIX else "")
             )
             return
         reservation = self._reservation
