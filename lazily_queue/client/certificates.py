@@ -71,7 +71,9 @@ class CertificateCredentials:
         else:
             why = (f"the member did not accept this client's TLS certificate "
                    f"{self.certificate}: it must be signed by the CA the members verify "
-                   "clients against (`clients_ca`, else [tls] `ca`)")
+                   "clients against (`clients_ca`, else [tls] `ca`), and dialled at an "
+                   "address serving clients (with `clients_ca`: one of `clients`, not "
+                   "`listen`)")
         return f"{why} (the member closed the link after the TLS handshake: {detail})"
 
 

@@ -105,7 +105,8 @@ async def test_a_certificate_that_is_not_the_clients_is_denied_and_nothing_appli
     }[case]
     credentials = make()
     expected = {
-        "expired": "expired on", "other CA": "must be signed by the CA",
+        "expired": "expired on",
+        "other CA": "must be signed by the CA.*one of `clients`, not `listen`",
         "another client's": "subject 'CN=web'.* is not client 'ops'",
         "unknown name": "unknown client credential 'nobody'",
         "a token client's name": "authenticates with its token",
