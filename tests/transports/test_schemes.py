@@ -113,6 +113,12 @@ async def test_relative_unix_path(monkeypatch: pytest.MonkeyPatch, short_tmp: Pa
     assert not (short_tmp / "rel.sock").exists()
 
 
+async def test_a_unix_socket_in_a_missing_directory_names_it(short_tmp: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=f"directory {short_tmp}/none does not exist"):
+        async with listen(f"unix://{short_tmp}/none/n.sock", make_config(2), _idle):
+            pass
+
+
 async def test_unix_path_in_use_is_refused_but_stale_files_are_reclaimed(short_tmp: Path) -> None:
     address = f"unix://{short_tmp}/busy.sock"
     async with listen(address, make_config(2), _idle):

@@ -12,7 +12,9 @@ system call.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 import socket
 import ssl
 from collections.abc import Callable, Hashable
@@ -338,10 +340,14 @@ class SocketTransport(Transport):
         if address.startswith("unix:"):
             path = parse_unix(address)
             reclaim_unix_path(path)
-            server = await loop.create_unix_server(
-                lambda: SocketChannel(config, f"{address}#peer", "unix", accept), path,
-                backlog=accept_backlog(config),
-            )
+            try:
+                server = await loop.create_unix_server(
+                    lambda: SocketChannel(config, f"{address}#peer", "unix", accept), path,
+                    backlog=accept_backlog(config),
+                )
+            except FileNotFoundError:  # the bare OSError names no path
+                raise FileNotFoundError(errno.ENOENT, f"cannot listen on {address}: directory "
+                                        f"{os.path.dirname(path) or '.'} does not exist") from None
             return SocketListener(server, address, path)
         host, port = parse_tcp(address, listening=True)
         scheme = "tls" if tls else "tcp"
