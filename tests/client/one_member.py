@@ -125,3 +125,16 @@ def web_client_config(config: Path, top: str, client: str = "") -> Any:
                       f'\nsecret_env = "LQ_SECRET"\n{top}\n[peers]\n[[client]]\nname = "web"'
                       f'\ntoken_env = "LQ_WEB"\n{client}\n')
     return load_config(config)
+
+
+def client_stats(node: Node) -> dict[str, Any]:
+    """``node``'s client server figures (it must serve clients)."""
+    assert node.clients is not None
+    return node.clients.stats()
+
+
+async def until(predicate: Callable[[], object], seconds: float = 10.0) -> None:
+    """Wait until ``predicate()`` is true; ``TimeoutError`` after ``seconds``."""
+    async with asyncio.timeout(seconds):
+        while not predicate():  # noqa: ASYNC110 - polls plain state
+            await asyncio.sleep(0.02)

@@ -7,31 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 import cbor2
 import pytest
 
-from lazily_queue import Credentials, Node, connect
+from lazily_queue import Credentials, connect
 from lazily_queue.client import protocol as P
-from tests.client.one_member import TOKEN, linked, one_member
+from tests.client.one_member import TOKEN, client_stats, linked, one_member, until
 
 pytestmark = pytest.mark.timeout(60)
 
 VALUE = b"v" * 1_000_000
 #: Room for two states of the queue, as the member's own bound has for the largest.
 BOUND = 8 * 1024 * 1024
-
-
-def _stats(node: Node) -> Any:
-    assert node.clients is not None
-    return node.clients.stats()
-
-
-async def _until(predicate: Any, seconds: float = 20.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not predicate():  # noqa: ASYNC110 - polls plain state
-            await asyncio.sleep(0.05)
 
 
 async def test_links_that_do_not_read_are_cut_at_the_members_bound_stalest_first(
@@ -50,19 +38,19 @@ async def test_links_that_do_not_read_are_cut_at_the_members_bound_stalest_first
             await stream.send(cbor2.dumps([rid, P.WATCH, "queue", "jobs"]))
             stalled.append(stream)
             await asyncio.sleep(0.2)
-        await _until(lambda: _stats(node)["answers_closed"] >= 2)
-        assert _stats(node)["answers_queued"] <= BOUND
-        closed = _stats(node)["answers_closed"]
+        await until(lambda: client_stats(node)["answers_closed"] >= 2)
+        assert client_stats(node)["answers_queued"] <= BOUND
+        closed = client_stats(node)["answers_closed"]
         jobs.len()  # the reader mirrors the queue: its state goes over the bound
         await reader.barrier()
-        await _until(lambda: jobs.len() == 4)  # the stalled links were cut, not the reader
-        assert _stats(node)["answers_closed"] > closed
+        await until(lambda: jobs.len() == 4)  # the stalled links were cut, not the reader
+        assert client_stats(node)["answers_closed"] > closed
         await jobs.push(VALUE)
         await reader.barrier()
         assert jobs.len() == node.queue("jobs").len() == 5
-        cut = _stats(node)["answers_closed"]
+        cut = client_stats(node)["answers_closed"]
         assert caplog.text.count("does not read its answers") == cut
-        assert _stats(node)["connections"] == 1 + 6 - cut  # the reader's first link
+        assert client_stats(node)["connections"] == 1 + 6 - cut  # the reader's first link
         for stream in stalled:
             await stream.aclose()
-        await _until(lambda: _stats(node)["answers_queued"] == 0)
+        await until(lambda: client_stats(node)["answers_queued"] == 0)

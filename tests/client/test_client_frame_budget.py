@@ -30,9 +30,11 @@ from lazily_queue.config import ConfigError
 from lazily_queue.replicated import ops
 from tests.client.one_member import (
     TOKEN,
+    client_stats,
     linked,
     one_member,
     unread_while_waiting,
+    until,
     web_client_config,
 )
 
@@ -54,33 +56,22 @@ def _write(stream: LinkStream, data: bytes) -> None:
     channel._transport.write(data)
 
 
-def _stats(node: Node) -> dict[str, Any]:
-    assert node.clients is not None
-    return node.clients.stats()
-
-
-async def _until(predicate: Any, seconds: float = 10.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not predicate():  # noqa: ASYNC110 - polls plain state
-            await asyncio.sleep(0.02)
-
-
 async def test_a_frame_that_does_not_fit_waits_for_the_frames_before_it() -> None:
     async with member(frame_budget=300_000) as node:
         first, second = await linked(node), await linked(node)
         wire_a, wire_b = _push(200_000), _push(150_000)
         _write(first, wire_a[:100_000])
-        await _until(lambda: _stats(node)["frame_budget_held"] > 0)
+        await until(lambda: client_stats(node)["frame_budget_held"] > 0)
         _write(second, wire_b[:50_000])
-        await _until(lambda: _stats(node)["frame_budget_waiting"] == 1)
+        await until(lambda: client_stats(node)["frame_budget_waiting"] == 1)
         _write(second, wire_b[50_000:])  # not read while it waits
-        await _until(lambda: unread_while_waiting(node) == len(wire_b) - 50_000)
-        assert _stats(node)["frame_budget_held"] == len(wire_a)
-        assert _stats(node)["frame_budget_waiting"] == 1
+        await until(lambda: unread_while_waiting(node) == len(wire_b) - 50_000)
+        assert client_stats(node)["frame_budget_held"] == len(wire_a)
+        assert client_stats(node)["frame_budget_waiting"] == 1
         _write(first, wire_a[100_000:])  # the first is whole: the second is read
         assert cbor2.loads(await first.receive())[:2] == [2, P.OK]
         assert cbor2.loads(await second.receive())[:2] == [2, P.OK]
-        assert _stats(node)["frame_budget_held"] == 0
+        assert client_stats(node)["frame_budget_held"] == 0
         await first.aclose()
         await second.aclose()
 
@@ -93,7 +84,7 @@ async def test_a_frame_larger_than_the_budget_is_read_alone() -> None:
             _write(stream, wire[start:start + 60_000])
             await asyncio.sleep(0.01)
         assert cbor2.loads(await stream.receive())[:2] == [2, P.OK]
-        assert _stats(node)["frame_budget_held"] == 0
+        assert client_stats(node)["frame_budget_held"] == 0
         await stream.aclose()
 
 
@@ -111,7 +102,7 @@ async def test_a_frame_waiting_past_the_idle_timeout_is_refused_naming_the_setti
 
         task = asyncio.create_task(trickle())
         try:
-            await _until(lambda: _stats(node)["frame_budget_held"] > 0)
+            await until(lambda: client_stats(node)["frame_budget_held"] > 0)
             _write(waiter, _push(100_000)[:5000])
             frame = cbor2.loads(await asyncio.wait_for(waiter.receive(), 10))
         finally:
@@ -119,8 +110,8 @@ async def test_a_frame_waiting_past_the_idle_timeout_is_refused_naming_the_setti
         assert frame[:2] == [0, P.ERROR] and frame[2][0] == FRAME_BUDGET, frame
         assert "client_frame_budget" in frame[2][1]
         assert frame[2][2] == 1  # it read the hello only: nothing of the push
-        await _until(lambda: _stats(node)["frame_budget_waiting"] == 0)
-        assert _stats(node)["frame_budget_closed"] == 1
+        await until(lambda: client_stats(node)["frame_budget_waiting"] == 0)
+        assert client_stats(node)["frame_budget_closed"] == 1
         await holder.aclose()
         await waiter.aclose()
 

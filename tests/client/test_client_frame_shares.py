@@ -19,7 +19,7 @@ from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id
-from tests.client.one_member import one_member, unread_while_waiting
+from tests.client.one_member import client_stats, one_member, unread_while_waiting, until
 
 TOKENS = {"web": b"token-of-the-web-tier", "other": b"token-of-the-other-tier"}
 
@@ -69,34 +69,23 @@ def write(stream: LinkStream, data: bytes) -> None:
     transport.write(data)
 
 
-def stats(node: Node) -> dict[str, Any]:
-    assert node.clients is not None
-    return node.clients.stats()
-
-
-async def until(predicate: Any, seconds: float = 10.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not predicate():  # noqa: ASYNC110 - polls plain state
-            await asyncio.sleep(0.02)
-
-
 async def test_a_ws_frame_still_arriving_is_counted_and_one_that_does_not_fit_waits(
 ) -> None:
     async with member(300_000, "ws://127.0.0.1:0/clients", names=("web",)) as node:
         first, second = await link(node), await link(node)
         wire_a, wire_b = framed(first, push(200_000)), framed(second, push(150_000))
         write(first, wire_a[:100_000])
-        await until(lambda: stats(node)["frame_budget_held"] == len(wire_a))
+        await until(lambda: client_stats(node)["frame_budget_held"] == len(wire_a))
         write(second, wire_b[:50_000])
-        await until(lambda: stats(node)["frame_budget_waiting"] == 1)
+        await until(lambda: client_stats(node)["frame_budget_waiting"] == 1)
         write(second, wire_b[50_000:])  # not read while it waits
         await until(lambda: unread_while_waiting(node) == len(wire_b) - 50_000)
-        assert stats(node)["frame_budget_held"] == len(wire_a)
-        assert stats(node)["frame_budget_waiting"] == 1
+        assert client_stats(node)["frame_budget_held"] == len(wire_a)
+        assert client_stats(node)["frame_budget_waiting"] == 1
         write(first, wire_a[100_000:])  # the first is whole: the second is read
         assert cbor2.loads(await first.receive())[:2] == [2, P.OK]
         assert cbor2.loads(await second.receive())[:2] == [2, P.OK]
-        assert stats(node)["frame_budget_held"] == 0
+        assert client_stats(node)["frame_budget_held"] == 0
         await first.aclose()
         await second.aclose()
 
@@ -107,11 +96,11 @@ async def test_a_ws_message_in_fragments_reserves_the_largest_request() -> None:
         stream = await link(node)
         payload = push(100_000)
         write(stream, b"\x02\x80" + b"\0\0\0\0")  # a first fragment, empty
-        await until(lambda: stats(node)["frame_budget_held"] > 0)
-        assert stats(node)["frame_budget_held"] == node.clients.max_request_bytes
+        await until(lambda: client_stats(node)["frame_budget_held"] > 0)
+        assert client_stats(node)["frame_budget_held"] == node.clients.max_request_bytes
         write(stream, b"\x80\xff" + len(payload).to_bytes(8, "big") + b"\0\0\0\0" + payload)
         assert cbor2.loads(await stream.receive())[:2] == [2, P.OK]
-        assert stats(node)["frame_budget_held"] == 0
+        assert client_stats(node)["frame_budget_held"] == 0
         await stream.aclose()
 
 
@@ -124,13 +113,13 @@ async def test_one_client_holds_at_most_its_share_so_another_clients_frame_is_re
         web_a, web_b, other = await link(node), await link(node), await link(node, "other")
         wire_a, wire_b = framed(web_a, push(140_000)), framed(web_b, push(140_000))
         write(web_a, wire_a[:50_000])
-        await until(lambda: stats(node)["frame_budget_held"] == len(wire_a))
+        await until(lambda: client_stats(node)["frame_budget_held"] == len(wire_a))
         write(web_b, wire_b[:50_000])
-        await until(lambda: stats(node)["frame_budget_waiting"] == 1)
+        await until(lambda: client_stats(node)["frame_budget_waiting"] == 1)
         write(other, framed(other, push(100_000)))
         answer = cbor2.loads(await asyncio.wait_for(other.receive(), 10))
         assert answer[:2] == [2, P.OK]
-        assert stats(node)["frame_budget_waiting"] == 1  # web's second still waits
+        assert client_stats(node)["frame_budget_waiting"] == 1  # web's second still waits
         write(web_a, wire_a[50_000:])  # web's first is whole: its second is read
         write(web_b, wire_b[50_000:])
         assert cbor2.loads(await web_a.receive())[:2] == [2, P.OK]
@@ -153,7 +142,7 @@ async def test_a_frame_refused_after_waiting_for_its_clients_share_names_it() ->
 
         task = asyncio.create_task(trickle())
         try:
-            await until(lambda: stats(node)["frame_budget_held"] > 0)
+            await until(lambda: client_stats(node)["frame_budget_held"] > 0)
             write(waiter, framed(waiter, push(100_000))[:5000])
             frame = cbor2.loads(await asyncio.wait_for(waiter.receive(), 10))
         finally:
@@ -170,8 +159,8 @@ async def test_the_only_client_of_a_member_has_the_whole_budget() -> None:
         wire_a, wire_b = framed(first, push(140_000)), framed(second, push(140_000))
         write(first, wire_a[:50_000])
         write(second, wire_b[:50_000])
-        await until(lambda: stats(node)["frame_budget_held"] == len(wire_a) + len(wire_b))
-        assert stats(node)["frame_budget_waiting"] == 0
+        await until(lambda: client_stats(node)["frame_budget_held"] == len(wire_a) + len(wire_b))
+        assert client_stats(node)["frame_budget_waiting"] == 0
         write(first, wire_a[50_000:])
         write(second, wire_b[50_000:])
         assert cbor2.loads(await first.receive())[:2] == [2, P.OK]

@@ -23,6 +23,7 @@ from tests.client.one_member import (
     one_member,
     trickled_frame_is_cut,
     trickled_push_is_taken,
+    until,
 )
 
 IDLE = 0.6
@@ -31,12 +32,6 @@ IDLE = 0.6
 def _connections(node: Node) -> Any:
     assert node.clients is not None
     return node.clients.stats()["connections"]
-
-
-async def _until(predicate: Any, seconds: float = 10.0) -> None:
-    async with asyncio.timeout(seconds):
-        while not predicate():  # noqa: ASYNC110 - polls plain state
-            await asyncio.sleep(0.05)
 
 
 @pytest.mark.parametrize("stall", ["silent", "mid-frame"])
@@ -52,7 +47,7 @@ async def test_a_client_link_silent_past_the_idle_timeout_is_closed(
         if stall == "mid-frame":  # a frame's first bytes, then nothing
             await stream.send(cbor2.dumps([3, P.PING])[:1])
         assert _connections(node) == 1
-        await _until(lambda: _connections(node) == 0)
+        await until(lambda: _connections(node) == 0)
         assert node.clients.stats()["watched"] == 0
         assert node.clients.stats()["idle_closed"] == 1
         assert "link closed" in caplog.text
@@ -143,7 +138,7 @@ async def test_a_half_read_frame_is_not_held_by_what_the_member_writes() -> None
 
         tasks = [asyncio.create_task(f) for f in (busy(), drain(stalled), drain(reading))]
         try:
-            await _until(lambda: _connections(node) == 1, seconds=10 * IDLE)
+            await until(lambda: _connections(node) == 1, seconds=10 * IDLE)
             await asyncio.sleep(3 * IDLE)
             assert _connections(node) == 1  # the one only written to stays
         finally:

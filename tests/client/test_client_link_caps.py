@@ -29,7 +29,7 @@ from lazily_queue import (
 from lazily_queue.client import link_caps
 from lazily_queue.config import ConfigError
 from lazily_queue.out_of_files import OutOfFiles
-from tests.client.one_member import one_member, web_client_config
+from tests.client.one_member import client_stats, one_member, web_client_config
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -50,18 +50,13 @@ def _client(node: Node, name: str = "web", **options: Any) -> ClusterClient:
                    connect_timeout=5.0, **options)
 
 
-def _stats(node: Node) -> dict[str, Any]:
-    assert node.clients is not None
-    return node.clients.stats()
-
-
 async def test_a_client_over_its_max_links_is_refused_and_others_are_served() -> None:
     async with member(web_links=2) as node, AsyncExitStack() as held:
         clients = [await held.enter_async_context(_client(node)) for _ in range(2)]
         with pytest.raises(TooManyLinks, match=r"client 'web' already holds 2 links to "
                            r"member 1, its cap \(max_links = 2 in its \[\[client\]\] table"):
             await _client(node).start()
-        assert _stats(node)["links_refused"] == 1
+        assert client_stats(node)["links_refused"] == 1
         async with _client(node, "other") as other:  # another client is served
             await other.queue("jobs").push(1)
         await clients[0].queue("jobs").push(2)  # and so are the links held
@@ -69,7 +64,7 @@ async def test_a_client_over_its_max_links_is_refused_and_others_are_served() ->
         async with _client(node) as again:
             await again.queue("jobs").push(3)
         assert node.queue("jobs").len() == 3
-        assert _stats(node)["links_refused"] == 1
+        assert client_stats(node)["links_refused"] == 1
 
 
 async def test_a_member_over_its_client_links_refuses_any_client() -> None:
@@ -95,7 +90,7 @@ async def test_a_client_takes_at_most_a_quarter_of_the_members_links_whatever_it
             await _client(node).start()
         async with _client(node, "other") as other:  # the others link and are served
             await other.queue("jobs").push(1)
-        assert _stats(node)["links_refused"] == 1
+        assert client_stats(node)["links_refused"] == 1
 
 
 def test_the_only_client_of_a_member_has_no_share_of_its_links() -> None:
@@ -118,7 +113,7 @@ async def test_a_client_linking_again_is_not_refused_for_the_link_it_lost() -> N
             await client.queue("jobs").push(2)
             assert client.links == 2
         assert node.queue("jobs").len() == 2
-        assert _stats(node)["links_refused"] == 0
+        assert client_stats(node)["links_refused"] == 0
 
 
 async def _cut_off_over_its_cap(node: Node) -> LinkStream:
