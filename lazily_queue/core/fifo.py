@@ -15,7 +15,8 @@ clock, does no work for ids.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any, Generic, TypeVar
 
 from ..errors import shown
@@ -301,6 +302,14 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
     def peek(self) -> Any:
         """The oldest element, or ``EMPTY``."""
         return self._items[0] if self._items else EMPTY
+
+    def head(self, n: int) -> Iterator[T]:
+        """The ``n`` oldest elements (all when it holds fewer), oldest first, left in place."""
+        return islice(self._items, n)
+
+    def holds_headers(self) -> bool:
+        """Whether some element it holds came with headers."""
+        return bool(self._headers)
 
     def capacity(self) -> int | None:
         return self._capacity

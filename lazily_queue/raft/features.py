@@ -93,6 +93,9 @@ RECEIPTS_TOTAL_FEATURE = "work-receipts-total-v1"
 #: forgotten) is refused again: an older member would answer it as applied and its
 #: result no longer kept (``duplicate``), keep another mark for it, and diverge.
 CLIENT_REFUSALS_FEATURE = "client-op-refusals-kept-v1"
+#: A take pops no more than its session keeps room for (``TAKE_BYTES`` of elements, at
+#: least one): an older member would pop more and diverge.
+TAKE_BYTES_FEATURE = "queue-take-bytes-v1"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -111,4 +114,5 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                MEMBER_FORGET_FEATURE, CLIENT_EPHEMERAL_FEATURE,
                                SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,
                                GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,
-                               RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE})
+                               RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE,
+                               TAKE_BYTES_FEATURE})

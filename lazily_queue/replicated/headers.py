@@ -26,7 +26,7 @@ from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpRefused
-from .queues import _count, _queue, promote, report_push
+from .queues import _count, _queue, promote, report_push, take_count
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -112,6 +112,7 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
     n = _count(args[1])
     if q.delayed_len():
         promote(sm, args[0], q)
+    n = take_count(q, n)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return _pop_live(sm, args[0], q, rules, n)
     pre = q.len()

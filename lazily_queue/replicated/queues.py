@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ids
 from ..core.fifo import Fifo
+from ..core.headers import MAX_HEADER_BYTES
 from ..core.limited_fifo import LimitedFifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
 from ..errors import shown
@@ -22,6 +23,17 @@ from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
 from .family import Family, Section
 from .ops import OpRefused
+from .results import result_size
+from .session_results import SESSION_KEPT_BYTES
+
+#: What the elements one take pops come to at most, as :func:`~.results.result_size`
+#: counts them (its first element goes whatever its size): half what a client's session
+#: keeps, so that the take's result is kept and a take sent again after a failover is
+#: answered with it (:mod:`.session_results`) rather than lost.
+TAKE_BYTES = SESSION_KEPT_BYTES // 2
+#: What each element of a take counts for its headers while the queue holds some: about
+#: the most the largest headers allowed come to.
+HEADERS_ALLOWANCE = 2 * MAX_HEADER_BYTES
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -107,13 +119,12 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def pop_many(sm: StateMachine, args: list[Any]) -> Any:
-    """Up to ``n`` elements in order; an empty queue answers as ``pop`` does."""
+    """Up to ``n`` elements in order (:func:`take_count`); an empty queue answers as
+    ``pop`` does."""
     q = _queue(sm, args[0])
     if q.delayed_len():
         promote(sm, args[0], q)
-    n = args[1]
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise OpRefused("bad_count", f"n must be an int >= 1, got {shown(n)}")
+    n = take_count(q, _count(args[1]))
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return expiry.queue_take(sm, args[0], q, rules, n, False)
     popped: list[Any] = []
@@ -125,6 +136,20 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
         sm.emit(QueueChanged(args[0], POP, pre))
         popped.append(result)
     return popped
+
+
+def take_count(q: Fifo[Any], n: int) -> int:
+    """How many of the ``n`` oldest elements of ``q`` one take pops: as many as come to
+    :data:`TAKE_BYTES` at most, and at least one (``n`` when ``q`` is empty)."""
+    per = HEADERS_ALLOWANCE if q.holds_headers() else 0
+    total = k = 0
+    for value in q.head(n):
+        kind = type(value)
+        total += per + (41 + len(value) if kind is bytes else result_size(value, TAKE_BYTES))
+        if total > TAKE_BYTES and k:
+            return k
+        k += 1
+    return k or n
 
 
 def _count(n: Any) -> int:
@@ -139,6 +164,7 @@ def pop_stamped(sm: StateMachine, args: list[Any]) -> Any:
     n = _count(args[1])
     if q.delayed_len():
         promote(sm, args[0], q)
+    n = take_count(q, n)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return expiry.queue_take(sm, args[0], q, rules, n, True)
     pre = q.len()

@@ -243,8 +243,8 @@ MUTATIONS = [
         "a member keeping receipts past the bound of all queues is refused at the handshake"),
     Mutation(
         "client-refusals-feature-unrequired", "lazily_queue/raft/features.py",
-        "RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE})",
-        "RECEIPTS_TOTAL_FEATURE})",
+        "RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE,\n",
+        "RECEIPTS_TOTAL_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member answering a retried refused client op as applied is refused at the "

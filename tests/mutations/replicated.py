@@ -308,4 +308,10 @@ MUTATIONS = [
         ("tests/replicated/test_transactions.py::"
          "test_a_push_with_options_counts_the_delayed_elements_it_makes_ready_first",),
         "a transaction is all or none when its push makes delayed elements ready first"),
+    Mutation(
+        "take-past-its-kept-result", "lazily_queue/replicated/queues.py",
+        "        if total > TAKE_BYTES and k:\n            return k\n",
+        "",
+        ("tests/replicated/test_take_bytes.py",),
+        "a take pops no more than its session keeps room for, so its retry is answered"),
 ]

@@ -93,16 +93,20 @@ def test_a_result_too_large_to_keep_answers_its_first_attempt_and_its_retry_says
     sm = StateMachine()
     big = [bytes([i]) * (1024 * 1024) for i in range(9)]
     _apply(sm, [ops.QUEUE_DECLARE, "q", None], [ops.QUEUE_PUSH, "q", "first"],
-           *([ops.QUEUE_PUSH, "q", v] for v in big))
+           [ops.WORK_DECLARE, "w", 30_000, 1_000_000],
+           *([ops.WORK_PUSH, "w", v] for v in big))
     assert _apply(sm, _client(1, ops.QUEUE_POP, "q")) == ["first"]
-    [popped] = _apply(sm, _client(2, ops.QUEUE_POP_MANY, "q", 9))
-    assert popped == big  # 9 MiB, over a session's bound: answered in full all the same
+    [claimed] = _apply(sm, _client(2, ops.WORK_CLAIM_MANY, "w", "a", 9, 0))
+    # 9 MiB, over a session's bound: answered in full all the same
+    assert [d["value"] for d in claimed[0]] == big
     assert sm.sessions[CLIENT].done[2] == NOT_KEPT
-    assert _apply(sm, _client(2, ops.QUEUE_POP_MANY, "q", 9)) == [NOT_KEPT]
-    _apply(sm, [ops.QUEUE_PUSH, "q", "later"])
-    assert _apply(sm, _client(2, ops.QUEUE_POP_MANY, "q", 9)) == [NOT_KEPT]
-    assert sm.queues["q"].elements() == ["later"]  # the retries popped nothing
+    assert _apply(sm, _client(2, ops.WORK_CLAIM_MANY, "w", "a", 9, 0)) == [NOT_KEPT]
+    _apply(sm, [ops.WORK_PUSH, "w", b"later"])
+    assert _apply(sm, _client(2, ops.WORK_CLAIM_MANY, "w", "a", 9, 0)) == [NOT_KEPT]
+    # the retries claimed nothing
+    assert [item.value for item in sm.work_queues["w"].core.pending()] == [b"later"]
     # the result kept before stays kept, and a later small one is kept as before
+    _apply(sm, [ops.QUEUE_PUSH, "q", "later"])
     assert _apply(sm, _client(1, ops.QUEUE_POP, "q")) == ["first"]
     assert _apply(sm, _client(3, ops.QUEUE_POP, "q")) == ["later"]
     assert _apply(sm, _client(3, ops.QUEUE_POP, "q")) == ["later"]
