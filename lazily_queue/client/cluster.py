@@ -155,6 +155,8 @@ class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
         self._closing = False
         self._fatal: Exception | None = None
         self.failures: dict[str, str] = {}
+        #: The addresses whose last dial was refused for good (:mod:`.dialling`).
+        self.dead_ends: set[str] = set()
         self.links = 0
         #: Links in a row left because their member could not commit (:meth:`_served`).
         self._unserved = 0

@@ -7,10 +7,13 @@ doubling up to 1 s) after each round of addresses, after a link when
 :meth:`Dialling._served` says so, and when the leader's address a follower named does
 not answer (the followers name a leader that died until they elect another: the client
 would go back and forth between them at once). It gives up when,
-before any link, every member refused the client's credential
-(:class:`~.protocol.AccessDenied`), or, before any hello was answered, every member
+before any link, every address refused the client for good: every member refused its
+credential (:class:`~.protocol.AccessDenied`), or an HTTP server answered at some
+(:class:`~.protocol.Unreachable`); an address where nothing answers yet is dialled until
+``connect_timeout``. It gives up too when, before any hello was answered, every member
 refused its link over a cap (:class:`~.protocol.TooManyLinks`). ``failures`` keeps what
 happened at each address; the client's errors name it (:meth:`Dialling._unreachable`).
+A refused dial is logged once per address and refusal until the client links.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
+from lazily_transports.errors import HTTP_ANSWERED
 
 from ..raft.errors import StorageUnavailable
 from . import protocol as P
@@ -59,6 +64,7 @@ class Dialling:
     addresses: list[str]
     credentials: Credentials | CertificateCredentials
     failures: dict[str, str]
+    dead_ends: set[str]
     links: int
     _closing: bool
     _next: str | None
@@ -70,6 +76,8 @@ class Dialling:
     _capped: int
     _budget_refused: bool
     _fatal: Exception | None
+    #: The refusals logged (address, refusal) since the client last linked.
+    _warned: set[tuple[str, str]]
     session: Session
 
     async def _serve(self, link: Link) -> None:
@@ -91,6 +99,25 @@ class Dialling:
                 "member's TOML (or a ClientGrant to Node(clients=...)), or check the name "
                 "the client passes")
 
+    def _refused_for_good(self, http: int) -> Exception:
+        """The error when every address refused the client for good, ``http`` of them
+        answering as HTTP servers."""
+        if not http:
+            return P.AccessDenied(self._failure_text(
+                f"every member refused client {self.credentials.name!r}") + self._denial_fix())
+        what = ("an HTTP server answered at every address given"
+                if http == len(self.addresses) else "every address given refused client "
+                f"{self.credentials.name!r} for good")
+        return P.Unreachable(self._failure_text(
+            f"no member accepted: {what}; dial a member's listen or clients address"))
+
+    def _warn(self, address: str, _channel: object, error: HandshakeError) -> None:
+        """Log ``address``'s refusal unless logged since the client last linked."""
+        key = (address, str(error))
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("handshake with %s refused: %s", address, error)
+
     def _unreachable(self, what: str) -> Exception:
         tried = [f for a, f in self.failures.items() if a in self.addresses]
         if tried and all("storage_unavailable: " in f for f in tried):
@@ -102,8 +129,9 @@ class Dialling:
         return kind(self._failure_text(what))
 
     async def _run(self) -> None:
-        index, denied, backoff = 0, 0, Backoff()
+        index, denied, http, backoff = 0, 0, 0, Backoff()
         self._unserved = self._capped = 0
+        self._warned = set()
         greeted = False
         while not self._closing:
             address, self._next = self._next, None
@@ -116,11 +144,16 @@ class Dialling:
             self.failures[address] = "unreachable: no answer yet"  # while it is dialled
             try:
                 stream = await dial(address, self._config, timeout=self._dial_timeout,
-                                    ssl_context=self._ssl, schemes=self._schemes)
+                                    ssl_context=self._ssl, schemes=self._schemes,
+                                    on_failure=partial(self._warn, address))
             except HandshakeError as exc:
                 self.failures[address] = f"refused: {exc}"
-                denied += exc.field in ("credential", "auth")
-                if exc.field == "handshake" and isinstance(
+                answered_http = HTTP_ANSWERED in exc.message
+                if answered_http or exc.field in ("credential", "auth"):
+                    http += answered_http
+                    denied += not answered_http
+                    self.dead_ends.add(address)
+                elif exc.field == "handshake" and isinstance(
                         self.credentials, CertificateCredentials):
                     self.failures[address] = self.credentials.refusal(exc.message)
                     denied += 1
@@ -129,7 +162,9 @@ class Dialling:
                 if sought:  # a follower still names a leader that died: ask it again later
                     await backoff.pause()
             else:
-                denied = 0
+                denied = http = 0
+                self._warned.clear()
+                self.dead_ends.discard(address)
                 del self.failures[address]
                 link = Link(stream, address, on_notice=self._notice)
                 try:
@@ -152,17 +187,15 @@ class Dialling:
                 self._capped += 1
                 self._budget_refused = link.refusal_code == FRAME_BUDGET
             if index % len(self.addresses) == 0:
-                if denied == len(self.addresses) and self.links == 0:
-                    self._fatal = P.AccessDenied(self._failure_text(
-                        f"every member refused client {self.credentials.name!r}")
-                        + self._denial_fix())
+                if denied + http == len(self.addresses) and self.links == 0:
+                    self._fatal = self._refused_for_good(http)
                     return
                 if self._capped >= len(self.addresses) and not greeted:
                     self._fatal = P.TooManyLinks(self._failure_text(
                         f"every member refused a link of client {self.credentials.name!r} "
                         "over a cap"), applied=False)
                     return
-                denied = 0
+                denied = http = 0
                 await backoff.pause()
 
     def _unregistered(self) -> None:

@@ -34,6 +34,7 @@ class LeaderSeeking:
 
     addresses: list[str]
     members: dict[str, str]
+    dead_ends: set[str]
     prefer_leader: bool
     session: Session
     _link: Link | None
@@ -112,7 +113,8 @@ class LeaderSeeking:
 
     def _seek_leader(self, link: Link) -> None:
         """Linked to a follower: move to the leader's address when it is known, or to an
-        address not tried yet, which may be the leader's (what was sent is sent again
+        address not tried yet, which may be the leader's (an address that refused the
+        client for good is not: the client stays; what was sent is sent again
         there, and applies once). While the session's registration asked on ``link`` is
         unanswered the client stays (its answer would be lost, and the cluster would
         hold a session no client uses): :meth:`_registered` moves on."""
@@ -123,7 +125,8 @@ class LeaderSeeking:
         known = [a for a, m in self.members.items() if m == link.leader]
         addresses = self.addresses  # untried ones from the next after this link's on
         start = addresses.index(link.address) + 1 if link.address in addresses else 0
-        untried = [a for a in addresses[start:] + addresses[:start] if a not in self.members]
+        untried = [a for a in addresses[start:] + addresses[:start]
+                   if a not in self.members and a not in self.dead_ends]
         if not known and not untried:
             return
         self._next = known[0] if known else untried[0]

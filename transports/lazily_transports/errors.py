@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 
 __all__ = [
+    "HTTP_ANSWERED",
     "AddressError",
     "AuthenticationError",
     "FrameTooLargeError",
@@ -22,6 +23,10 @@ __all__ = [
     "UntrustedDataError",
     "shown",
 ]
+
+
+#: What a dialer's refusal says when an HTTP server answered at the address dialled.
+HTTP_ANSWERED = "an HTTP server answered"
 
 
 class TransportError(Exception):

@@ -1,0 +1,94 @@
+"""Dials a client's members refuse: an address where an HTTP server answers (a member's
+``http`` address given by mistake) can never become a link, so a client given only
+such addresses fails at once, and a refusal is logged once per address until the
+client links, however many rounds it dials meanwhile."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from lazily_queue import Credentials, Unreachable, connect
+from tests.client.limits_cluster import limited_cluster
+from tests.client.test_client_cluster import TOKEN
+
+pytestmark = pytest.mark.timeout(60)
+
+WEB = Credentials("web", TOKEN)
+
+
+@pytest.fixture
+def http_server() -> Iterator[str]:
+    """A ``tcp://`` address where an HTTP server answers every connection."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.shutdown(socket.SHUT_RDWR)
+        server.close()
+        thread.join(timeout=5)
+
+
+def refusals(caplog: pytest.LogCaptureFixture, address: str) -> int:
+    return sum(r.getMessage().startswith(f"handshake with {address} refused")
+               for r in caplog.records)
+
+
+async def test_http_servers_at_every_address_fail_at_once(
+    http_server: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    began = time.monotonic()
+    with pytest.raises(Unreachable) as info:
+        await connect([http_server], WEB, connect_timeout=20).start()
+    assert time.monotonic() - began < 5  # not connect_timeout
+    assert "an HTTP server answered at every address given; dial a member's listen or " \
+        "clients address" in str(info.value)
+    assert refusals(caplog, http_server) == 1
+
+
+async def test_a_member_not_up_yet_is_waited_for_and_a_refusal_logged_once(
+    http_server: str, tmp_path: object, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    began = time.monotonic()
+    with pytest.raises(Unreachable, match="no member accepted \\(") as info:
+        await connect([http_server, f"unix://{tmp_path}/not-up.sock"], WEB,
+                      connect_timeout=1.5).start()
+    assert time.monotonic() - began >= 1.4  # dialled round after round
+    assert "not-up.sock: unreachable" in str(info.value)
+    assert refusals(caplog, http_server) == 1
+
+
+async def test_a_follower_beside_an_http_address_is_kept(
+    http_server: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The follower names a leader the client has no address of: the client stays
+    linked to it rather than try the HTTP address, which cannot be the leader's."""
+    caplog.set_level(logging.WARNING)
+    async with limited_cluster(3, produce=True) as (cluster, addresses):
+        leader = (await cluster.leader()).node_id
+        follower = next(a for a in addresses if not a.endswith(f"-{leader}"))
+        async with connect([http_server, follower], WEB, op_timeout=5) as client:
+            assert await client.queue("jobs").push(1) is None
+            assert client.member != leader
+    assert refusals(caplog, http_server) == 1
