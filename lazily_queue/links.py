@@ -1,10 +1,10 @@
 """How a node's links are set up: TLS contexts and the transports of its address schemes.
 
 :func:`check_schemes` refuses, at construction, addresses a node could not use with
-its settings (``tls://`` or ``wss://`` without TLS files, a plain address beside TLS
-ones). :func:`tls_contexts` makes the listener's and dialer's contexts (for
-``webrtc+wss://`` the TLS is the signaling connection's, so both are client
-contexts). :func:`scheme_table` gives the WebRTC transport the node's ICE servers and
+its settings (a scheme no transport serves, ``tls://`` or ``wss://`` without TLS files,
+a plain address beside TLS ones). :func:`tls_contexts` makes the listener's and
+dialer's contexts (for ``webrtc+wss://`` the TLS is the signaling connection's, so both
+are client contexts). :func:`scheme_table` gives the WebRTC transport the node's ICE servers and
 signaling token (``None``: the default transports).
 """
 
@@ -27,16 +27,26 @@ from lazily_transports import (
 from .errors import InvalidConfiguration
 
 
+def link_scheme(what: str, address: str) -> str:
+    """``address``'s scheme; raises :class:`InvalidConfiguration` naming ``what`` when it
+    has none or no transport serves it (``http://``, say)."""
+    try:
+        scheme = scheme_of(address)
+        if scheme not in DEFAULT_SCHEMES:
+            DEFAULT_SCHEMES.transport(scheme)  # raises, naming the schemes served
+    except AddressError as exc:
+        raise InvalidConfiguration(f"{what}: {exc}") from None
+    return scheme
+
+
 def check_schemes(node_id: str, listen: str | None, peers: Mapping[str, str],
                   tls: TLSFiles | None) -> None:
-    """Raise :class:`InvalidConfiguration` for addresses these TLS settings cannot serve."""
+    """Raise :class:`InvalidConfiguration` for addresses of no transport, or that these
+    TLS settings cannot serve."""
     addresses = {f"listen address of node {node_id}": listen} if listen else {}
     addresses.update({f"address of peer {p}": a for p, a in peers.items()})
     for what, address in addresses.items():
-        try:
-            scheme = scheme_of(address)
-        except AddressError as exc:
-            raise InvalidConfiguration(f"{what}: {exc}") from None
+        scheme = link_scheme(what, address)
         if tls is None and scheme in ("tls", "wss"):
             raise InvalidConfiguration(
                 f"{what} {address!r} uses TLS: pass tls=TLSFiles(certificate=..., key=..., "

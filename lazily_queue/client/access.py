@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
 from ..errors import InvalidConfiguration, shown, shown_path
+from ..links import link_scheme
 from ..names import check_positive
 from ..replicated import ops
 from ..replicated.client_sessions import owner_tag
@@ -348,6 +349,8 @@ class ClientAccess:
                 isinstance(a, str) and a for a in self.listen)):
             raise InvalidConfiguration(f"listen must be an address or a list of them, not "
                                        f"{listen!r}")
+        for address in self.listen or ():
+            link_scheme(f"client listen address {shown(address)}", address)
         self.max_in_flight = max_in_flight
         self.max_total_in_flight = max_total_in_flight
 

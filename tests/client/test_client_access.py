@@ -32,7 +32,7 @@ from lazily_queue import (
 )
 from lazily_queue.client import protocol as P
 from lazily_queue.client.cluster import ClusterClient
-from lazily_queue.errors import InvalidConfiguration, MessageTooLarge
+from lazily_queue.errors import InvalidConfiguration, LazilyQueueError, MessageTooLarge
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.client_sessions import new_session_id, owner_tag
 
@@ -209,6 +209,24 @@ def test_grants_and_credentials_refuse_bad_configuration() -> None:
         ClientAccess([ClientGrant("web", WEB), ClientGrant("web", READER)])
     assert "token" not in repr(ClientGrant("web", WEB)) or "..." in repr(Credentials("w", WEB))
     assert WEB.decode() not in repr(Credentials("web", WEB))
+
+
+@pytest.mark.parametrize("options", [
+    {"listen": "http://127.0.0.1:8101"},
+    {"listen": "tcp://127.0.0.1:0", "peers": {2: "http://127.0.0.1:8102"}},
+    {"listen": "tcp://127.0.0.1:0", "peers": {2: "bogus://x"}},
+    {"clients": "http://127.0.0.1:8101"},
+])
+def test_an_address_of_no_transport_is_a_configuration_error(options: dict[str, Any]) -> None:
+    """Raised at construction as the package's error (code catching LazilyQueueError
+    sees it), naming the argument and the schemes served."""
+    with pytest.raises(LazilyQueueError, match=r"address.*: no transport for scheme "
+                       r"'(http|bogus)' \(known: memory, tcp, tls, unix") as info:
+        if "clients" in options:
+            ClientAccess([ClientGrant("web", WEB)], listen=[options["clients"]])
+        else:
+            Node(1, data_dir=None, durability="none", secret=SECRET, **options)
+    assert isinstance(info.value, InvalidConfiguration)
 
 
 def test_clients_whose_names_share_a_session_tag_are_refused() -> None:
