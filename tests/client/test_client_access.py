@@ -170,6 +170,29 @@ async def test_malformed_and_oversized_requests_get_errors_and_apply_nothing(
     assert member.view.work_queues == {}
 
 
+async def test_a_floor_above_its_op_is_refused_and_the_session_goes_on(member: Node) -> None:
+    """A floor says every op below it was answered, so it is never above the op's own
+    seq: a larger one (2**4000 would be kept by the session, every later op then
+    answered as a duplicate, never applied) is refused before anything is proposed."""
+    await member.queue("jobs").push(0)
+    stream = await raw_client(member)
+    try:
+        for rid, floor in ((1, 2**4000), (2, 2**63), (3, 2)):
+            await stream.send(cbor2.dumps([rid, P.OP, 1, floor, ops.QUEUE_PUSH, ["jobs", 1],
+                                           1000]))
+            answer = cbor2.loads(await stream.receive())
+            assert answer[:2] == [rid, P.ERROR] and answer[2][0] == "refused", answer
+            assert "0 <= floor <= seq" in answer[2][1]
+        for rid, seq in ((4, 1), (5, 2)):
+            await stream.send(cbor2.dumps([rid, P.OP, seq, seq, ops.QUEUE_PUSH,
+                                           ["jobs", seq], 1000]))
+            assert cbor2.loads(await stream.receive())[:2] == [rid, P.OK]
+    finally:
+        await stream.aclose()
+    await member.barrier()
+    assert member.queue("jobs").len() == 3  # 0, then 1 and 2 applied once each
+
+
 async def test_an_op_before_hello_and_a_bad_session_are_refused(member: Node) -> None:
     assert member.listen is not None
     stream = await dial(member.listen, LinkConfig(peer_id=0, session_id="x", secret=WEB,
