@@ -293,7 +293,7 @@ class ClientGrant:
         verb = ("read" if code == READ else "open" if code in DECLARE
                 else ops.op_name(code))
         held = "token" if self.token is not None else "certificate"
-        return (f"client {self.name!r} may not {verb} {name!r}: its {held} lacks the "
+        return (f"client {self.name!r} may not {verb} {shown(name)}: its {held} lacks the "
                 f"{wanted} permission for that name")
 
 

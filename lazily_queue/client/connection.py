@@ -252,7 +252,7 @@ class ClientConnection:
         if _never_held(view, kind, name):
             return None
         return (f"client {self.grant.name!r} may not set the expiry rules of {kind} "
-                f"{name!r}: it exists without them, and setting them needs the admin "
+                f"{shown(name)}: it exists without them, and setting them needs the admin "
                 "permission for that name (open it without ttl/max_age, or have an admin "
                 "declare them)")
 
@@ -322,8 +322,8 @@ class ClientConnection:
             return None
         if not topics:
             return found
-        return (f"{found} (as consumer group {name!r} it needs the consume permission on "
-                f"topic {topics[0]!r})")
+        return (f"{found} (as consumer group {shown(name)} it needs the consume permission "
+                f"on topic {shown(topics[0])})")
 
     def op_refusal(self, code: int, args: list[Any]) -> str | None:
         """Why this client may not propose op ``code`` with ``args``; ``None`` if it may.

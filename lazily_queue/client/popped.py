@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from ..errors import OperationFailed
+from ..errors import OperationFailed, shown
 from ..replicated import ops as C
 from ..replicated.session_popped import GIVE_BACKS as GIVE_BACKS
 from ..replicated.session_popped import (
@@ -101,13 +101,13 @@ def give_back_refusal(record: SessionRecord | None, giving: Giving, session: int
         pop = None if record is None else record.find(name, i)
         kept = b"" if pop is None else digest(*pop.element(i))
         if pop is None or not kept or kept != digest(value, headers.get(i)):
-            return (f"client {client!r} may give back to queue {name!r} only elements its "
+            return (f"client {client!r} may give back to queue {shown(name)} only elements its "
                     "session popped and did not give back, with the values and headers "
                     f"they were popped with (among its last {SESSION_ELEMENTS:,}); giving "
                     "other values to the head needs the produce permission")
         marks.append((session, name, i, pop.seq))
     if len(set(marks)) != len(marks) or not giving.admit(marks, seq):
-        return (f"client {client!r} gives back elements of queue {name!r} twice (another "
+        return (f"client {client!r} gives back elements of queue {shown(name)} twice (another "
                 "operation of its session names them): giving an element back more than "
                 "once needs the produce permission")
     return None

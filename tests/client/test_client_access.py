@@ -170,6 +170,21 @@ async def test_malformed_and_oversized_requests_get_errors_and_apply_nothing(
     assert member.view.work_queues == {}
 
 
+async def test_a_refused_name_is_shown_shortened(member: Node) -> None:
+    """A permission refusal names the object as :func:`shown` does, not the whole name a
+    client sent (up to the request limit)."""
+    stream = await raw_client(member)
+    try:
+        name = "z" * 200_000
+        await stream.send(cbor2.dumps([1, P.OP, 1, 1, ops.QUEUE_PUSH, [name, 1], 1000]))
+        answer = cbor2.loads(await stream.receive())
+    finally:
+        await stream.aclose()
+    assert answer[2][0] == "permission" and len(answer[2][1]) < 300, len(answer[2][1])
+    assert answer[2][1].startswith("client 'web' may not queue_push 'zzzz")
+    assert "...zzzz'" in answer[2][1] and "permission for that name" in answer[2][1]
+
+
 async def test_a_floor_above_its_op_is_refused_and_the_session_goes_on(member: Node) -> None:
     """A floor says every op below it was answered, so it is never above the op's own
     seq: a larger one (2**4000 would be kept by the session, every later op then
