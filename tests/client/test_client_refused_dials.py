@@ -5,6 +5,7 @@ client links, however many rounds it dials meanwhile."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -92,3 +93,23 @@ async def test_a_follower_beside_an_http_address_is_kept(
             assert await client.queue("jobs").push(1) is None
             assert client.member != leader
     assert refusals(caplog, http_server) == 1
+
+
+async def test_a_refusal_is_logged_again_after_the_client_linked(
+    http_server: str, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Linked between two outages, a long-running client logs the refusal of each."""
+    caplog.set_level(logging.WARNING)
+    async with limited_cluster(1, produce=True) as (cluster, addresses):
+        client = connect([http_server, *addresses], WEB, op_timeout=1)
+        await client.start()
+        assert refusals(caplog, http_server) == 1
+        node = next(iter(cluster.nodes.values()))
+        await node.stop()  # the client dials its addresses again, round after round
+        for _ in range(200):
+            if refusals(caplog, http_server) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # more rounds: still not logged again
+        await client.close()
+    assert refusals(caplog, http_server) == 2
