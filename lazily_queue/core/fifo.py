@@ -305,7 +305,7 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
 
     def head(self, n: int) -> Iterator[T]:
         """The ``n`` oldest elements (all when it holds fewer), oldest first, left in place."""
-        return islice(self._items, n)
+        return islice(self._items, min(n, len(self._items)))
 
     def holds_headers(self) -> bool:
         """Whether some element it holds came with headers."""

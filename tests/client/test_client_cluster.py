@@ -172,19 +172,34 @@ async def test_an_answer_lost_with_its_member_is_retried_and_applied_once(
         assert view.duplicate_ops >= 1
 
 
-async def test_a_retry_whose_result_was_too_large_to_keep_says_so_and_applies_nothing(
+async def test_a_retried_take_of_large_values_is_answered_with_the_same_elements(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
         q = client.queue("q")
-        for i in range(9):  # a pop of them all answers 9 MB: more than a session keeps
-            await q.push(bytes([i]) * 1_000_000)
+        big = [bytes([i]) * 1_000_000 for i in range(9)]
+        for value in big:  # 9 MB in all: more than a session keeps
+            await q.push(value)
+        dropped = _lose_first_answer(monkeypatch)
+        assert await q.pop_many(9) == big[:4]  # a take stops at 4 MiB: its result is kept
+        assert dropped
+        assert await q.pop_many(9) == big[4:8]
+
+
+async def test_a_retry_whose_result_was_too_large_to_keep_says_so_and_applies_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
+        jobs = client.work_queue("w")
+        for i in range(9):  # a claim of them all answers 9 MB: more than a session keeps
+            await jobs.push(bytes([i]) * 1_000_000)
         dropped = _lose_first_answer(monkeypatch)
         with pytest.raises(ResultNotKept, match="already applied; its result is no longer kept"):
-            await q.pop_many(9)
+            await jobs.claim_many("a", 9)
         assert dropped
-        await q.push("after")
-        assert await q.pop_many(10) == ["after"]  # the retry popped nothing again
+        await jobs.push("after")
+        [after] = await jobs.claim_many("a", 10)  # the retry leased nothing again
+        assert after.value == "after"
 
 
 async def test_a_cancelled_pop_puts_its_element_back() -> None:
