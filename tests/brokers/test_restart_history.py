@@ -21,7 +21,8 @@ history is checked under the rules that do hold (:func:`nats_rules`):
 - *No element is delivered twice* does not hold through a kill (it does through a
   graceful restart, SIGTERM, checked too): nats-server 2.9 killed with SIGKILL comes
   back with elements whose pops (confirmed acks) it had answered, and hands them out
-  again (see the README's migration guide). A pop that returned only elements
+  again (see the README's migration guide). Through a graceful restart its stream can
+  still count such an element without handing it out (seen once, on a loaded machine). A pop that returned only elements
   already delivered is left out of the history, and so are such elements still in the
   stream at the end. What is checked: FIFO among first deliveries, every acknowledged
   push delivered (at least once) or still queued, the first deliveries the model's.
@@ -204,8 +205,10 @@ async def test_a_nats_queue_history_through_a_graceful_restart_delivers_each_onc
     """Stopped with SIGTERM, nats-server keeps its acks: no element is delivered twice
     (only the rule on cut pulls is relaxed)."""
     record, final = await _nats_history(kill=False)
-    assert nats_rules(record, final)[2] == 0  # no second delivery
-    checker = check(record, final, held=True)
+    _, first_final, again = nats_rules(record, final)
+    assert again == 0  # no second delivery
+    # an element whose pop was confirmed may still be counted by the stream: left out
+    checker = check(record, first_final, held=True)
     assert checker.ops > PUSHES
 
 
