@@ -22,10 +22,11 @@ history is checked under the rules that do hold (:func:`nats_rules`):
   graceful restart, SIGTERM, checked too): nats-server 2.9 killed with SIGKILL comes
   back with elements whose pops (confirmed acks) it had answered, and hands them out
   again (see the README's migration guide). Through a graceful restart its stream can
-  still count such an element without handing it out (seen once, on a loaded machine). A pop that returned only elements
-  already delivered is left out of the history, and so are such elements still in the
-  stream at the end. What is checked: FIFO among first deliveries, every acknowledged
-  push delivered (at least once) or still queued, the first deliveries the model's.
+  still count such an element without handing it out (seen once, on a loaded machine).
+  A pop that returned only elements already delivered is left out of the history, and
+  so are such elements still in the stream at the end. What is checked: FIFO among
+  first deliveries, every acknowledged push delivered (at least once) or still queued,
+  the first deliveries the model's.
 - *An interrupted pop is final* does not hold: a pull cut by the restart leaves its
   message delivered and unacknowledged, and JetStream hands it out again only after
   the consumer's ``ack_wait``. An unknown pop whose head element was never delivered
