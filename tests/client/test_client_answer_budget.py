@@ -38,12 +38,13 @@ async def test_links_that_do_not_read_are_cut_at_the_members_bound_stalest_first
             await stream.send(cbor2.dumps([rid, P.WATCH, "queue", "jobs"]))
             stalled.append(stream)
             await asyncio.sleep(0.2)
-        await until(lambda: client_stats(node)["answers_closed"] >= 2)
+        # how much of each state the loop's transports take in varies (uvloop's more)
+        await until(lambda: client_stats(node)["answers_closed"] >= 1, 20)
         assert client_stats(node)["answers_queued"] <= BOUND
         closed = client_stats(node)["answers_closed"]
         jobs.len()  # the reader mirrors the queue: its state goes over the bound
         await reader.barrier()
-        await until(lambda: jobs.len() == 4)  # the stalled links were cut, not the reader
+        await until(lambda: jobs.len() == 4, 20)  # the stalled links were cut, not the reader
         assert client_stats(node)["answers_closed"] > closed
         await jobs.push(VALUE)
         await reader.barrier()
@@ -53,4 +54,4 @@ async def test_links_that_do_not_read_are_cut_at_the_members_bound_stalest_first
         assert client_stats(node)["connections"] == 1 + 6 - cut  # the reader's first link
         for stream in stalled:
             await stream.aclose()
-        await until(lambda: client_stats(node)["answers_queued"] == 0)
+        await until(lambda: client_stats(node)["answers_queued"] == 0, 20)
