@@ -144,8 +144,10 @@ def take_count(q: Fifo[Any], n: int) -> int:
     per = HEADERS_ALLOWANCE if q.holds_headers() else 0
     total = k = 0
     for value in q.head(n):
-        kind = type(value)
-        total += per + (41 + len(value) if kind is bytes else result_size(value, TAKE_BYTES))
+        kind = type(value)  # bytes and str counted here as result_size counts them
+        total += per + (41 + len(value) if kind is bytes
+                        else 57 + (len(value) if value.isascii() else 4 * len(value))
+                        if kind is str else result_size(value, TAKE_BYTES))
         if total > TAKE_BYTES and k:
             return k
         k += 1

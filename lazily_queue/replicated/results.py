@@ -75,8 +75,7 @@ def result_size(result: Any, cap: int) -> int:
                 total += 72 + 40 * len(item)
                 if total > cap:
                     return total
-                stack.extend(item)
-                item = item.values()
+                item = [*item, *item.values()]  # keys are counted as values are
             else:
                 total += 64 + 8 * len(item)
                 if total > cap:

@@ -10,6 +10,7 @@ from lazily_queue.core.fifo import Fifo
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.queues import HEADERS_ALLOWANCE, TAKE_BYTES, take_count
+from lazily_queue.replicated.results import result_size
 from lazily_queue.replicated.session_results import SESSION_KEPT_BYTES, kept_size
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
 
@@ -61,3 +62,9 @@ def test_small_values_are_taken_n_at_a_time_and_one_element_always_goes() -> Non
     assert take_count(small, 256) == 256
     assert take_count(Fifo(elements=[b"x" * (TAKE_BYTES + 1), b"y"]), 2) == 1
     assert take_count(Fifo(), 5) == 5  # empty: the pop answers Empty as before
+
+
+def test_str_values_are_counted_as_result_size_counts_them() -> None:
+    for value in ("x" * 900_000, "é" * 300_000):
+        each = result_size(value, TAKE_BYTES)
+        assert take_count(Fifo(elements=[value] * 20), 20) == max(1, TAKE_BYTES // each)
