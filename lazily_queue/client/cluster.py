@@ -92,6 +92,18 @@ def _check_options(*, max_in_flight: Any, **seconds: Any) -> None:
     check_ping_interval(seconds["ping_interval"])
 
 
+def _refuse_tls_without_context(addresses: Sequence[str]) -> None:
+    """A ``tls://`` or ``wss://`` member is dialled only with an ``ssl_context``: refuse
+    such an address without one before anything runs."""
+    for address in addresses:
+        if address.partition(":")[0].lower() in ("tls", "wss"):
+            raise InvalidConfiguration(
+                f"cannot connect to {address!r} without TLS settings: pass "
+                "ssl_context= (an ssl.SSLContext that trusts the members' CA, e.g. "
+                "ssl.create_default_context(cafile='members-ca.pem')), or prove the "
+                "client's name with CertificateCredentials, which carry them")
+
+
 class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
     """A client of a cluster's members (module docstring); its cell factories are a
     node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
@@ -131,6 +143,8 @@ class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
         token = credentials.token if isinstance(credentials, Credentials) else None
         if ssl_context is None and isinstance(credentials, CertificateCredentials):
             ssl_context = credentials.ssl_context()
+        if ssl_context is None and schemes is None:
+            _refuse_tls_without_context(self.addresses)
         self.ctx = resolve_context(context)
         self.op_timeout = op_timeout
         self.connect_timeout = connect_timeout
@@ -212,7 +226,12 @@ class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
         self._task = asyncio.create_task(self._run(), name="lazily-client")
         if not await self._first_link(
                 asyncio.get_running_loop().time() + self.connect_timeout):
-            error = self._fatal or self._unreachable("no member accepted")
+            task = self._task
+            crash = (task.exception() if task is not None and task.done()
+                     and not task.cancelled() else None)
+            error = self._fatal or (P.Unreachable(self._failure_text(
+                f"the client stopped linking: {crash!r}")) if crash is not None
+                else self._unreachable("no member accepted"))
             await self.close()
             raise error
 

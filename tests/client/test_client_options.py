@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import ClientClosed, Credentials, LazilyQueueError, Node, connect
+from lazily_queue import ClientClosed, Credentials, LazilyQueueError, Node, Unreachable, connect
+from lazily_queue.client import dialling
 from lazily_queue.errors import InvalidConfiguration
 from tests.client.one_member import TOKEN, one_member
 
@@ -26,6 +27,22 @@ pytestmark = pytest.mark.timeout(30)
 def test_an_address_no_member_has_is_refused_at_connect(address: str, says: str) -> None:
     with pytest.raises(LazilyQueueError, match=says):  # one line, not a traceback
         connect(["unix:member.sock", address], Credentials("web", TOKEN))
+
+
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:7311", "wss://127.0.0.1:7311/link"])
+def test_a_tls_address_without_tls_settings_is_refused_at_connect(address: str) -> None:
+    with pytest.raises(InvalidConfiguration, match=r"ssl_context=.*CertificateCredentials"):
+        connect(["unix:member.sock", address], Credentials("web", TOKEN))
+
+
+async def test_a_link_loop_that_fails_says_why_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("a transport that cannot dial")
+
+    monkeypatch.setattr(dialling, "dial", broken)
+    client = connect("unix:/nowhere.sock", Credentials("web", TOKEN), connect_timeout=30)
+    with pytest.raises(Unreachable, match=r"stopped linking: RuntimeError.*cannot dial"):
+        await asyncio.wait_for(client.start(), 5)
 
 
 @pytest.mark.parametrize("options", [
