@@ -23,6 +23,7 @@ import importlib.util
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tomllib
@@ -289,8 +290,16 @@ def test_shell_blocks_run_in_a_clone(block: Block, tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     shutil.copytree(ROOT, clone, ignore=shutil.ignore_patterns(
         ".venv", ".git", "__pycache__", "*.egg-info", ".mypy_cache", ".ruff_cache", "data"))
-    out = subprocess.run(["bash", "-e", "-c", block.body], cwd=clone, env=env(),
-                         capture_output=True, text=True, timeout=HANG)
+    with subprocess.Popen(["bash", "-e", "-c", block.body], cwd=clone, env=env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the nodes it started in the background too
+            stdout, stderr = proc.communicate()
+            pytest.fail(f"README line {block.line} hung for {HANG} s:\n{stdout}\n{stderr}")
+    out = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     assert out.returncode == 0, f"README line {block.line}:\n{out.stdout}\n{out.stderr}"
     if "lazily-queue node" in block.body:  # the walkthrough: the workers did the jobs
         for n in range(6):
