@@ -147,6 +147,7 @@ class Dialling:
                                     ssl_context=self._ssl, schemes=self._schemes,
                                     on_failure=partial(self._warn, address))
             except HandshakeError as exc:
+                self._warn(address, None, exc)  # refused before a handshake: not said yet
                 self.failures[address] = f"refused: {exc}"
                 answered_http = HTTP_ANSWERED in exc.message
                 if answered_http or exc.field in ("credential", "auth"):

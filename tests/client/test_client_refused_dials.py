@@ -6,6 +6,7 @@ client links, however many rounds it dials meanwhile."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import threading
@@ -26,6 +27,13 @@ WEB = Credentials("web", TOKEN)
 @pytest.fixture
 def http_server() -> Iterator[str]:
     """A ``tcp://`` address where an HTTP server answers every connection."""
+    with answering(b"400 Bad Request") as address:
+        yield address
+
+
+@contextlib.contextmanager
+def answering(status: bytes) -> Iterator[str]:
+    """A ``tcp://`` address where every connection is answered ``status``."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -37,7 +45,8 @@ def http_server() -> Iterator[str]:
             except OSError:
                 return
             with conn:
-                conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\nno")
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
@@ -65,6 +74,29 @@ async def test_http_servers_at_every_address_fail_at_once(
     assert "an HTTP server answered at every address given; dial a member's listen or " \
         "clients address" in str(info.value)
     assert refusals(caplog, http_server) == 1
+
+
+async def test_an_http_answer_to_a_websocket_upgrade_fails_at_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING)
+    for status in (b"200 OK", b"404 Not Found"):
+        with answering(status) as address:
+            began = time.monotonic()
+            with pytest.raises(Unreachable, match=f"answered HTTP {status[:3].decode()} 'no'"
+                               ".*dial a link address"):
+                await connect([address.replace("tcp:", "ws:")], WEB,
+                              connect_timeout=20).start()
+            assert time.monotonic() - began < 5  # not connect_timeout
+            assert refusals(caplog, address.replace("tcp:", "ws:")) == 1
+
+
+async def test_a_proxy_that_cannot_reach_its_member_yet_is_waited_for() -> None:
+    with answering(b"502 Bad Gateway") as address:
+        began = time.monotonic()
+        with pytest.raises(Unreachable, match=r"no member accepted \(.*502"):
+            await connect([address.replace("tcp:", "ws:")], WEB, connect_timeout=1.5).start()
+        assert time.monotonic() - began >= 1.4  # dialled round after round
 
 
 async def test_a_member_not_up_yet_is_waited_for_and_a_refusal_logged_once(

@@ -8,6 +8,7 @@ import anyio
 
 __all__ = [
     "HTTP_ANSWERED",
+    "HTTP_HINT",
     "AddressError",
     "AuthenticationError",
     "FrameTooLargeError",
@@ -27,6 +28,8 @@ __all__ = [
 
 #: What a dialer's refusal says when an HTTP server answered at the address dialled.
 HTTP_ANSWERED = "an HTTP server answered"
+#: The end of such a refusal: what answered, and what to dial instead.
+HTTP_HINT = f": {HTTP_ANSWERED}; dial a link address (listen, clients), not an http one"
 
 
 class TransportError(Exception):

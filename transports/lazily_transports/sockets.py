@@ -29,7 +29,7 @@ from ._core._reservation import FrameReservation
 from ._core._tls_admission import admits_before_tls, admitted_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
-from .errors import HTTP_ANSWERED, FrameTooLargeError, LinkBrokenError
+from .errors import HTTP_HINT, FrameTooLargeError, LinkBrokenError
 from .frame_budget import FrameBudget
 from .socket_addresses import check_tls, format_tcp, parse_tcp, parse_unix, reclaim_unix_path
 from .socket_listener import SocketListener
@@ -40,7 +40,6 @@ __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "p
 logger = logging.getLogger("lazily_transports.sockets")
 #: The length prefix an HTTP server's answer reads as (its first bytes, ``HTTP``).
 _HTTP_PREFIX = int.from_bytes(b"HTTP", "big")
-_HTTP_HINT = f": {HTTP_ANSWERED}; dial a link address (listen, clients), not an http one"
 
 #: Flush inline (instead of at the end of the loop iteration) past this many bytes.
 _EAGER_FLUSH = 256 * 1024
@@ -108,7 +107,7 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         except FrameTooLargeError as exc:
             self._fail(
                 f"peer announced a frame of {exc.size} bytes, above the maximum frame size "
-                f"of {exc.limit} bytes" + (_HTTP_HINT if exc.size == _HTTP_PREFIX else "")
+                f"of {exc.limit} bytes" + (HTTP_HINT if exc.size == _HTTP_PREFIX else "")
             )
             return
         reservation = self._reservation

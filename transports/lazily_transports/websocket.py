@@ -45,7 +45,12 @@ from urllib.parse import urlsplit
 import anyio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.exceptions import ConnectionClosed, ConnectionClosedOK, InvalidHandshake
+from websockets.exceptions import (
+    ConnectionClosed,
+    ConnectionClosedOK,
+    InvalidHandshake,
+    InvalidStatus,
+)
 from websockets.http11 import Request, Response
 
 from ._core._admission import AdmissionGate, QuietServerLog, accept_backlog
@@ -55,7 +60,7 @@ from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from ._core._ws_flow import Counting, CountingClientConnection, WsReading, counting
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
-from .errors import LinkBrokenError
+from .errors import HTTP_HINT, HandshakeError, LinkBrokenError, shown
 from .frame_budget import FrameBudget
 from .tls import PeerCertificate, peer_certificate_of
 from .websocket_addresses import check_tls, parse_websocket
@@ -314,6 +319,14 @@ class WebSocketTransport(Transport):
                 open_timeout=None,
                 create_connection=CountingClientConnection,
             )
+        except InvalidStatus as exc:
+            status = exc.response.status_code
+            if status < 500:  # an answer that retrying does not change (a proxy's 5xx may)
+                body = exc.response.body.decode("utf-8", "replace").strip()
+                said = shown(body.partition("\n")[0])
+                raise HandshakeError("handshake", f"WebSocket upgrade to {address} answered "
+                                     f"HTTP {status} {said}{HTTP_HINT}") from exc
+            raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
         except InvalidHandshake as exc:
             raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
         return WebSocketChannel(ws, config, address, scheme)
