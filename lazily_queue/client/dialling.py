@@ -99,17 +99,19 @@ class Dialling:
                 "member's TOML (or a ClientGrant to Node(clients=...)), or check the name "
                 "the client passes")
 
-    def _refused_for_good(self, http: int) -> Exception:
-        """The error when every address refused the client for good, ``http`` of them
-        answering as HTTP servers."""
-        if not http:
+    def _refused_for_good(self, unlinkable: int) -> Exception:
+        """The error when every address refused the client for good, ``unlinkable`` of
+        them before a member could tell (an HTTP server answered, no TLS or a TLS
+        certificate not trusted)."""
+        if not unlinkable:
             return P.AccessDenied(self._failure_text(
                 f"every member refused client {self.credentials.name!r}") + self._denial_fix())
-        what = ("an HTTP server answered at every address given"
-                if http == len(self.addresses) else "every address given refused client "
-                f"{self.credentials.name!r} for good")
-        return P.Unreachable(self._failure_text(
-            f"no member accepted: {what}; dial a member's listen or clients address"))
+        if all(HTTP_ANSWERED in self.failures.get(a, "") for a in self.addresses):
+            what = ("an HTTP server answered at every address given; dial a member's listen "
+                    "or clients address")
+        else:
+            what = f"every address given refused client {self.credentials.name!r} for good"
+        return P.Unreachable(self._failure_text(f"no member accepted: {what}"))
 
     def _warn(self, address: str, _channel: object, error: HandshakeError) -> None:
         """Log ``address``'s refusal unless logged since the client last linked."""
@@ -129,7 +131,7 @@ class Dialling:
         return kind(self._failure_text(what))
 
     async def _run(self) -> None:
-        index, denied, http, backoff = 0, 0, 0, Backoff()
+        index, denied, blocked, backoff = 0, 0, 0, Backoff()
         self._unserved = self._capped = 0
         self._warned = set()
         greeted = False
@@ -149,21 +151,21 @@ class Dialling:
             except HandshakeError as exc:
                 self._warn(address, None, exc)  # refused before a handshake: not said yet
                 self.failures[address] = f"refused: {exc}"
-                answered_http = HTTP_ANSWERED in exc.message
-                if answered_http or exc.field in ("credential", "auth"):
-                    http += answered_http
-                    denied += not answered_http
+                unlinkable = HTTP_ANSWERED in exc.message or exc.field == "tls"
+                if unlinkable or exc.field in ("credential", "auth"):
+                    blocked += unlinkable
+                    denied += not unlinkable
                     self.dead_ends.add(address)
                 elif exc.field == "handshake" and isinstance(
                         self.credentials, CertificateCredentials):
                     self.failures[address] = self.credentials.refusal(exc.message)
                     denied += 1
             except (OSError, TimeoutError) as exc:
-                self.failures[address] = f"unreachable: {exc}"
+                self.failures[address] = f"unreachable: {str(exc) or type(exc).__name__}"
                 if sought:  # a follower still names a leader that died: ask it again later
                     await backoff.pause()
             else:
-                denied = http = 0
+                denied = blocked = 0
                 self._warned.clear()
                 self.dead_ends.discard(address)
                 del self.failures[address]
@@ -188,15 +190,15 @@ class Dialling:
                 self._capped += 1
                 self._budget_refused = link.refusal_code == FRAME_BUDGET
             if index % len(self.addresses) == 0:
-                if denied + http == len(self.addresses) and self.links == 0:
-                    self._fatal = self._refused_for_good(http)
+                if denied + blocked == len(self.addresses) and self.links == 0:
+                    self._fatal = self._refused_for_good(blocked)
                     return
                 if self._capped >= len(self.addresses) and not greeted:
                     self._fatal = P.TooManyLinks(self._failure_text(
                         f"every member refused a link of client {self.credentials.name!r} "
                         "over a cap"), applied=False)
                     return
-                denied = http = 0
+                denied = blocked = 0
                 await backoff.pause()
 
     def _unregistered(self) -> None:

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -89,6 +90,16 @@ async def test_an_http_answer_to_a_websocket_upgrade_fails_at_once(
                               connect_timeout=20).start()
             assert time.monotonic() - began < 5  # not connect_timeout
             assert refusals(caplog, address.replace("tcp:", "ws:")) == 1
+
+
+@pytest.mark.parametrize("scheme", ["tls:", "wss:"])
+async def test_a_tls_dial_of_an_http_server_fails_at_once(http_server: str, scheme: str) -> None:
+    began = time.monotonic()
+    with pytest.raises(Unreachable, match=r"for good .*did not answer in TLS: it is a "
+                       r"plain link or HTTP address"):
+        await connect(http_server.replace("tcp:", scheme), WEB, connect_timeout=20,
+                      ssl_context=ssl.create_default_context()).start()
+    assert time.monotonic() - began < 5  # not connect_timeout
 
 
 async def test_a_proxy_that_cannot_reach_its_member_yet_is_waited_for() -> None:

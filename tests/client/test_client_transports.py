@@ -7,6 +7,7 @@ import ipaddress
 import shutil
 import ssl
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from lazily_queue import AccessDenied, ClientAccess, ClientGrant, Node, connect
+from lazily_queue import AccessDenied, ClientAccess, ClientGrant, Node, Unreachable, connect
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -77,3 +78,22 @@ async def test_one_member_serves_clients_on_unix_tcp_ws_and_wss(short_tmp: Path)
         assert node.listen is not None
         with pytest.raises(AccessDenied, match="does not accept clients"):
             await connect(node.listen, ("web", TOKEN), connect_timeout=2).start()
+
+
+async def test_a_member_certificate_the_client_does_not_trust_fails_at_once(
+        short_tmp: Path) -> None:
+    server_tls, _trusting = _contexts(short_tmp)
+    access = ClientAccess([ClientGrant("web", TOKEN, produce=["*"])],
+                          listen=["wss://127.0.0.1:0/clients"], ssl_context=server_tls)
+    node = Node(1, data_dir=None, durability="none", listen=f"unix://{short_tmp}/n.sock",
+                secret=b"cluster-secret", clients=access)
+    async with node:
+        await node.wait_for_leader()
+        assert node.clients is not None
+        untrusting = ssl.create_default_context()  # the system's CAs, not the members'
+        began = time.monotonic()
+        with pytest.raises(Unreachable, match=r"for good .*certificate of wss://.* was "
+                           r"not verified .*must trust the CA"):
+            await connect(node.clients.addresses[0], ("web", TOKEN), ssl_context=untrusting,
+                          connect_timeout=20).start()
+        assert time.monotonic() - began < 5  # not connect_timeout
