@@ -24,7 +24,7 @@ import ssl
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from lazily_transports import HandshakeError, LinkConfig, SchemeTable, dial
+from lazily_transports import HandshakeError, LinkConfig, LinkStream, SchemeTable, dial
 from lazily_transports.errors import HTTP_ANSWERED
 
 from ..raft.errors import StorageUnavailable
@@ -39,6 +39,19 @@ if TYPE_CHECKING:
 
 #: The client's logger (:mod:`.cluster`'s): a failed link is logged as the client's.
 log = logging.getLogger(__name__.rpartition(".")[0] + ".cluster")
+
+
+def tls_refusal(address: str, error: ssl.SSLError) -> str | None:
+    """What a dial of ``address`` met in its TLS handshake when no retry can change it
+    (nothing speaking TLS answered; the member's certificate is not trusted)."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return (f"the certificate of {address} was not verified ({error.verify_message}): "
+                "the client's ssl_context must trust the CA that signed the members' "
+                "certificates, for that host name")
+    if error.reason == "WRONG_VERSION_NUMBER":
+        return (f"{address} did not answer in TLS: it is a plain link or HTTP address; "
+                "dial a member's tls:// or wss:// address")
+    return None
 
 
 class Backoff:
@@ -130,6 +143,19 @@ class Dialling:
                 else P.TooManyLinks if self._capped else P.Unreachable)
         return kind(self._failure_text(what))
 
+    async def _dial(self, address: str) -> LinkStream:
+        """A link to ``address``; a TLS handshake no retry can mend is a
+        ``HandshakeError`` on field ``tls``."""
+        try:
+            return await dial(address, self._config, timeout=self._dial_timeout,
+                              ssl_context=self._ssl, schemes=self._schemes,
+                              on_failure=partial(self._warn, address))
+        except ssl.SSLError as exc:
+            refusal = tls_refusal(address, exc)
+            if refusal is None:
+                raise
+            raise HandshakeError("tls", refusal) from exc
+
     async def _run(self) -> None:
         index, denied, blocked, backoff = 0, 0, 0, Backoff()
         self._unserved = self._capped = 0
@@ -145,9 +171,7 @@ class Dialling:
                 index = self.addresses.index(address) + 1
             self.failures[address] = "unreachable: no answer yet"  # while it is dialled
             try:
-                stream = await dial(address, self._config, timeout=self._dial_timeout,
-                                    ssl_context=self._ssl, schemes=self._schemes,
-                                    on_failure=partial(self._warn, address))
+                stream = await self._dial(address)
             except HandshakeError as exc:
                 self._warn(address, None, exc)  # refused before a handshake: not said yet
                 self.failures[address] = f"refused: {exc}"

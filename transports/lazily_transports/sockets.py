@@ -26,7 +26,6 @@ from ._core._admission import AdmissionGate, accept_backlog
 from ._core._buffered import BufferedChannel
 from ._core._framing import FrameDecoder, frame_header
 from ._core._reservation import FrameReservation
-from ._core._tls import tls_refusal
 from ._core._tls_admission import admits_before_tls, admitted_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
@@ -320,14 +319,11 @@ class SocketTransport(Transport):
         else:
             host, port = parse_tcp(address, listening=False)
             channel = SocketChannel(config, address, "tls" if tls else "tcp")
-            try:
-                await loop.create_connection(lambda: channel, host, port,
-                                             ssl=ssl_context if tls else None,
-                                             server_hostname=host if tls else None,
-                                             ssl_handshake_timeout=(
-                                                 config.handshake_timeout if tls else None))
-            except ssl.SSLError as exc:
-                raise (tls_refusal(address, exc) or exc) from exc
+            await loop.create_connection(lambda: channel, host, port,
+                                         ssl=ssl_context if tls else None,
+                                         server_hostname=host if tls else None,
+                                         ssl_handshake_timeout=(
+                                             config.handshake_timeout if tls else None))
         return channel
 
     async def listen(

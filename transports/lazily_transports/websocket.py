@@ -57,7 +57,6 @@ from ._core._admission import AdmissionGate, QuietServerLog, accept_backlog
 from ._core._buffered import BufferedChannel, Signal
 from ._core._gated import GatedConnection, gated_connection, tls_arguments
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
-from ._core._tls import tls_refusal
 from ._core._ws_flow import Counting, CountingClientConnection, WsReading, counting
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
@@ -330,8 +329,6 @@ class WebSocketTransport(Transport):
             raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
         except InvalidHandshake as exc:
             raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
-        except ssl.SSLError as exc:
-            raise (tls_refusal(address, exc) or exc) from exc
         return WebSocketChannel(ws, config, address, scheme)
 
     async def listen(
