@@ -18,6 +18,7 @@ from .ids import Run
 from .queue import QueuePopError
 from .topic_expiry import age_frontier
 from .work import Delivery, WorkQueueCore
+from .work_scheduled import Fitting
 
 StampedPop = Callable[[], "tuple[list[Any], list[Run]] | QueuePopError"]
 """Pops one element with its run (``Fifo.pop_stamped(1)``), reporting the transition."""
@@ -81,8 +82,9 @@ def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int) -> tuple[int
 
 
 def claim_live(core: WorkQueueCore, expiry: Expiry, worker: str, now: int, lease_now: float,
-               n: int) -> tuple[list[Delivery], int, int]:
-    """Lease up to ``n`` live items to ``worker`` (lease time ``lease_now``), discarding
+               n: int, fitting: Fitting | None = None) -> tuple[list[Delivery], int, int]:
+    """Lease up to ``n`` live items to ``worker`` (lease time ``lease_now``; no more
+    than ``fitting`` answers, as :meth:`~.work.WorkQueueCore.claim_many`), discarding
     the expired ones met on the way; returns ``(deliveries, expired, reader mask)``."""
     leased: list[Delivery] = []
     expired = 0
@@ -91,7 +93,7 @@ def claim_live(core: WorkQueueCore, expiry: Expiry, worker: str, now: int, lease
         dropped, dropped_mask = expire_work_head(core, expiry, now)
         expired += dropped
         mask |= dropped_mask
-        got, claim_mask = core.claim_many(worker, lease_now, 1)
+        got, claim_mask = core.claim_many(worker, lease_now, 1, fitting)
         if not got:
             break
         mask |= claim_mask

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from itertools import islice
+from operator import attrgetter
 from typing import Any
 
 from ..errors import InvalidConfiguration, InvalidSchedule, InvalidSnapshot, shown
@@ -55,7 +57,7 @@ from .work_masks import (
 from .work_removals import WorkRemovals
 from .work_retained import RetainedPending, pending_records
 from .work_schedule import WorkSchedule
-from .work_scheduled import ScheduledWork
+from .work_scheduled import Fitting, ScheduledWork
 from .work_snapshot import WORK_SNAPSHOT_KEYS, RunValues, read_work_state
 from .work_views import WorkViews
 
@@ -78,6 +80,9 @@ __all__ = [
     "check_worker",
     "validate_config",
 ]
+
+_VALUE = attrgetter("value")
+
 
 class WorkQueueCore(WorkViews, ScheduledWork, WorkRemovals):
     """The work-queue state machine: FIFO assignment with leases and a retry limit."""
@@ -170,17 +175,21 @@ class WorkQueueCore(WorkViews, ScheduledWork, WorkRemovals):
         mask = PENDING_LEN | IN_FLIGHT_LEN
         return WorkTransition(delivery, mask if self._pending else mask | IS_EMPTY)
 
-    def claim_many(self, worker: str, now: float, n: int) -> WorkTransition[list[Delivery]]:
+    def claim_many(self, worker: str, now: float, n: int, fitting: Fitting | None = None
+                   ) -> WorkTransition[list[Delivery]]:
         """Lease up to ``n`` of the oldest pending items to ``worker``, in order (an
-        empty list when nothing is pending)."""
+        empty list when nothing is pending); with ``fitting``, no more than it answers
+        (:data:`~.work_scheduled.Fitting`)."""
         if not is_int(n) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(n)}")
         check_worker(worker)
         check_now(now)
         if self._sched is not None:
-            return self._claim_scheduled(worker, now, n)
+            return self._claim_scheduled(worker, now, n, fitting)
         pending, in_flight = self._pending, self._in_flight
         take = min(n, len(pending))
+        if fitting is not None and take:
+            take = fitting(map(_VALUE, islice(pending, take)))
         if not take:
             return WorkTransition([], 0)
         deadline = now + self.visibility_timeout

@@ -9,7 +9,7 @@ retry policy's back-off).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidSnapshot
@@ -20,6 +20,10 @@ from .work_schedule import WorkSchedule
 if TYPE_CHECKING:
     from .scheduling import RetryPolicy
     from .work_snapshot import WorkState
+
+#: How many of a claim's next items it leases, asked with their values in claim order
+#: (all at once, or one at a time): a claim stops where it answers fewer.
+Fitting = Callable[[Iterable[Any]], int]
 
 
 class ScheduledWork:
@@ -92,7 +96,7 @@ class ScheduledWork:
         moved = sched.promote(now, self._pending)
         return WorkTransition(moved, change_mask(before, self._counts()) | DELAYED_LEN)
 
-    def _claim_scheduled(self, worker: str, now: float, n: int
+    def _claim_scheduled(self, worker: str, now: float, n: int, fitting: Fitting | None = None
                          ) -> WorkTransition[list[Delivery]]:
         sched = self._sched
         assert sched is not None
@@ -106,6 +110,9 @@ class ScheduledWork:
                 if not self._pending:
                     break
                 item = self._pending.popleft()
+            if fitting is not None and not fitting((item.value,)):
+                sched.add_ready(item, self._pending, front=True)  # back where it was
+                break
             delivery = Delivery(self._next_delivery_id, item.item_id, item.value, worker,
                                 item.attempts + 1, deadline, self.stamp_of(item.item_id))
             self._next_delivery_id += 1

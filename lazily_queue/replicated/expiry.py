@@ -44,6 +44,7 @@ from .group_retake import check_retained, retake_deadlines
 from .ops import OpRefused
 
 if TYPE_CHECKING:
+    from ..core.work_scheduled import Fitting
     from .state_machine import StateMachine
 
 KINDS = ("queue", "work_queue", "topic")
@@ -131,16 +132,16 @@ def _push_queue(sm: StateMachine, args: list[Any]) -> Any:
 # -- work queues --------------------------------------------------------------------------
 
 def work_claim(sm: StateMachine, name: str, core: Any, expiry: Expiry, worker: str,
-               now: int, n: int | None) -> tuple[Any, int]:
-    """A claim (``n`` None) or claim of up to ``n`` on a work queue with expiry:
-    ``(result, mask)`` as the core's claim answers them. Expiry is decided at ``now``,
-    except on a consumer group's queue: its elements carry deadlines from the leader's
-    stamps of their publishes, so its claims decide at the entry's stamp (an explicit
-    ``now`` sets the leases only)."""
+               now: int, n: int | None, fitting: Fitting | None = None) -> tuple[Any, int]:
+    """A claim (``n`` None) or claim of up to ``n`` (no more than ``fitting`` answers)
+    on a work queue with expiry: ``(result, mask)`` as the core's claim answers them.
+    Expiry is decided at ``now``, except on a consumer group's queue: its elements carry
+    deadlines from the leader's stamps of their publishes, so its claims decide at the
+    entry's stamp (an explicit ``now`` sets the leases only)."""
     state = sm.work_queues.get(name)
     fed = state is not None and (state.group is not None or state.mirrored_group)
     leased, expired, mask = claim_live(core, expiry, worker, sm.now if fed else now, now,
-                                       1 if n is None else n)
+                                       1 if n is None else n, fitting)
     _report(sm, "work_queue", name, expired)
     if expired:
         mask |= WORK_EXPIRED

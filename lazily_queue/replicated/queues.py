@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ids
 from ..core.fifo import Fifo
-from ..core.headers import MAX_HEADER_BYTES
 from ..core.limited_fifo import LimitedFifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
 from ..errors import shown
@@ -23,17 +22,7 @@ from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
 from .family import Family, Section
 from .ops import OpRefused
-from .results import result_size
-from .session_results import SESSION_KEPT_BYTES
-
-#: What the elements one take pops come to at most, as :func:`~.results.result_size`
-#: counts them (its first element goes whatever its size): half what a client's session
-#: keeps, so that the take's result is kept and a take sent again after a failover is
-#: answered with it (:mod:`.session_results`) rather than lost.
-TAKE_BYTES = SESSION_KEPT_BYTES // 2
-#: What each element of a take counts for its headers while the queue holds some: about
-#: the most the largest headers allowed come to.
-HEADERS_ALLOWANCE = 2 * MAX_HEADER_BYTES
+from .take_bytes import HEADERS_ALLOWANCE, take_budget
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -140,18 +129,9 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
 
 def take_count(q: Fifo[Any], n: int) -> int:
     """How many of the ``n`` oldest elements of ``q`` one take pops: as many as come to
-    :data:`TAKE_BYTES` at most, and at least one (``n`` when ``q`` is empty)."""
-    per = HEADERS_ALLOWANCE if q.holds_headers() else 0
-    total = k = 0
-    for value in q.head(n):
-        kind = type(value)  # bytes and str counted here as result_size counts them
-        total += per + (41 + len(value) if kind is bytes
-                        else 57 + (len(value) if value.isascii() else 4 * len(value))
-                        if kind is str else result_size(value, TAKE_BYTES))
-        if total > TAKE_BYTES and k:
-            return k
-        k += 1
-    return k or n
+    :data:`~.take_bytes.TAKE_BYTES` at most (:func:`~.take_bytes.take_budget`), and at
+    least one (``n`` when ``q`` is empty)."""
+    return take_budget(HEADERS_ALLOWANCE if q.holds_headers() else 0)(q.head(n)) or n
 
 
 def _count(n: Any) -> int:

@@ -38,6 +38,7 @@ from .family import Family, Handler, Section, checked_name
 from .group_retake import retaken_core
 from .ops import OpRefused
 from .receipts import ReceiptLedger, ReceiptTable, restore_receipts
+from .take_bytes import claim_budget
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -181,15 +182,15 @@ def _claim(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransi
 
 def _claim_many(core: WorkQueueCore, sm: StateMachine, args: list[Any]
                 ) -> WorkTransition[Any]:
-    """``[name, worker, n, now]``, as :func:`_claim`."""
-    now = _time(sm, args[3])
+    """``[name, worker, n, now]``, as :func:`_claim`, within :func:`.claim_budget`."""
+    now, fitting = _time(sm, args[3]), claim_budget(args[1])
     if sm.expiry and (rules := expiry.of(sm, "work_queue", args[0])) is not None:
         if not is_int(args[2]) or args[2] < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(args[2])}")
         check_worker(args[1])
         return WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now,
-                                                 args[2]))
-    return core.claim_many(args[1], now, args[2])
+                                                 args[2], fitting))
+    return core.claim_many(args[1], now, args[2], fitting)
 
 
 def _push(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransition[int]:

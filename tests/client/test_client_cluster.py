@@ -140,7 +140,7 @@ async def test_the_member_it_is_linked_to_dies_and_nothing_is_lost_or_doubled() 
         assert await q.pop_many(1000) == list(range(200))
 
 
-def _lose_first_answer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def lose_first_answer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The first op a member answers applies, but its link dies before the answer: the
     request ids of the lost answers are listed in what it returns."""
     original = server_module.ClientServer._answer
@@ -164,7 +164,7 @@ async def test_an_answer_lost_with_its_member_is_retried_and_applied_once(
     async with cluster_with_clients() as (c, addresses), client_of(addresses) as client:
         q = client.queue("q")
         await q.push("declared")
-        dropped = _lose_first_answer(monkeypatch)
+        dropped = lose_first_answer(monkeypatch)
         await q.push("once")
         assert dropped
         assert await q.pop_many(10) == ["declared", "once"]
@@ -180,7 +180,7 @@ async def test_a_retried_take_of_large_values_is_answered_with_the_same_elements
         big = [bytes([i]) * 1_000_000 for i in range(9)]
         for value in big:  # 9 MB in all: more than a session keeps
             await q.push(value)
-        dropped = _lose_first_answer(monkeypatch)
+        dropped = lose_first_answer(monkeypatch)
         assert await q.pop_many(9) == big[:4]  # a take stops at 4 MiB: its result is kept
         assert dropped
         assert await q.pop_many(9) == big[4:8]
@@ -191,9 +191,9 @@ async def test_a_retry_whose_result_was_too_large_to_keep_says_so_and_applies_no
 ) -> None:
     async with cluster_with_clients() as (_c, addresses), client_of(addresses) as client:
         jobs = client.work_queue("w")
-        for i in range(9):  # a claim of them all answers 9 MB: more than a session keeps
-            await jobs.push(bytes([i]) * 1_000_000)
-        dropped = _lose_first_answer(monkeypatch)
+        wide = [i % 128 for i in range(250_000)]  # 250 kB sent, 11 MB held: never kept
+        await jobs.push(wide)
+        dropped = lose_first_answer(monkeypatch)
         with pytest.raises(ResultNotKept, match="already applied; its result is no longer kept"):
             await jobs.claim_many("a", 9)
         assert dropped

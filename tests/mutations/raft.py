@@ -250,6 +250,14 @@ MUTATIONS = [
         "a member answering a retried refused client op as applied is refused at the "
         "handshake"),
     Mutation(
+        "claim-bytes-feature-unrequired", "lazily_queue/raft/features.py",
+        "TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE})",
+        "TAKE_BYTES_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member leasing more than a claim's session keeps room for is refused at the "
+        "handshake"),
+    Mutation(
         "batch-half-proposed", "lazily_queue/raft/calls.py",
         "            for proposal, fut in calls:\n"
         "                self._abandon(proposal, fut, None)\n"

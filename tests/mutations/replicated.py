@@ -310,8 +310,30 @@ MUTATIONS = [
         "a transaction is all or none when its push makes delayed elements ready first"),
     Mutation(
         "take-past-its-kept-result", "lazily_queue/replicated/queues.py",
-        "        if total > TAKE_BYTES and k:\n            return k\n",
-        "",
+        "take_budget(HEADERS_ALLOWANCE if q.holds_headers() else 0)(q.head(n)) or n",
+        "n",
         ("tests/replicated/test_take_bytes.py",),
         "a take pops no more than its session keeps room for, so its retry is answered"),
+    Mutation(
+        "claim-past-its-kept-result", "lazily_queue/replicated/work_queues.py",
+        "now, fitting = _time(sm, args[3]), claim_budget(args[1])",
+        "now, fitting = _time(sm, args[3]), None",
+        ("tests/replicated/test_claim_bytes.py", "tests/client/test_client_claim_bytes.py"),
+        "a claim leases no more than its session keeps room for, so its retry is answered"),
+    Mutation(
+        "scheduled-claim-past-its-kept-result", "lazily_queue/core/work_scheduled.py",
+        "            if fitting is not None and not fitting((item.value,)):\n"
+        "                sched.add_ready(item, self._pending, front=True)  # back where it was\n"
+        "                break\n",
+        "",
+        ("tests/replicated/test_claim_bytes.py::"
+         "test_priorities_and_delayed_items_are_claimed_in_their_order_up_to_the_bound",),
+        "a claim of priorities and delayed items stops at the bytes its session keeps"),
+    Mutation(
+        "expiring-claim-past-its-kept-result", "lazily_queue/core/expiry_take.py",
+        "core.claim_many(worker, lease_now, 1, fitting)",
+        "core.claim_many(worker, lease_now, 1)",
+        ("tests/replicated/test_claim_bytes.py::"
+         "test_a_claim_under_expiry_rules_skips_the_expired_and_stops_at_the_bound",),
+        "a claim under expiry rules stops at the bytes its session keeps"),
 ]

@@ -9,10 +9,11 @@ from typing import Any
 from lazily_queue.core.fifo import Fifo
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops
-from lazily_queue.replicated.queues import HEADERS_ALLOWANCE, TAKE_BYTES, take_count
+from lazily_queue.replicated.queues import take_count
 from lazily_queue.replicated.results import result_size
 from lazily_queue.replicated.session_results import SESSION_KEPT_BYTES, kept_size
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
+from lazily_queue.replicated.take_bytes import HEADERS_ALLOWANCE, TAKE_BYTES
 
 CLIENT = CLIENT_SESSION_BASE + 91
 LARGE = b"x" * 900_000
