@@ -40,8 +40,11 @@ MAX_OUTBOX_BYTES = 64 * 1024 * 1024
 #: Room for two of the largest states a client reads.
 MAX_QUEUED_ANSWERS = 2 * P.MAX_ASSEMBLED_BYTES
 _REFUSALS_CACHED = 1024
-#: Longest name whose check is kept (the cache holds at most about 1 MiB of names).
+#: Longest name whose check is kept...
 _NAME_CACHED = 1024
+#: ... and the most characters of names and refusals kept for one link (at most 256 KiB
+#: of text however wide its characters: a client's 64 links hold at most 16 MiB).
+_CACHED_CHARS = 64 * 1024
 
 Key = tuple[str, str]
 #: A guarded watch refused again: nothing more goes to the client for it.
@@ -117,6 +120,8 @@ class ClientConnection:
         self.revoked: list[Key] = []
         self.replay: list[list[Any]] = []
         self.refusals: dict[tuple[int, Any], str | None] = {}
+        #: Characters of the names and refusals in :attr:`refusals`.
+        self.cached_chars = 0
         self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow,
                              budget=answers)
         #: Loop time the member last received bytes on this link, a frame or part of one
@@ -201,9 +206,13 @@ class ClientConnection:
         else:
             found = self.grant.refusal(code, name)
             if name is None or len(name) <= _NAME_CACHED:  # a long one is checked each time
-                if len(self.refusals) > _REFUSALS_CACHED:
+                chars = (0 if name is None else len(name)) + (0 if found is None else len(found))
+                if (len(self.refusals) > _REFUSALS_CACHED
+                        or self.cached_chars + chars > _CACHED_CHARS):
                     self.refusals.clear()
+                    self.cached_chars = 0
                 self.refusals[key] = found
+                self.cached_chars += chars
         if found is not None and type(name) is str and C.family_of(code) == "work_queue":
             return self._as_group(code, name, found, undeclared=False)
         return found

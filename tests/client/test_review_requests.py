@@ -114,6 +114,23 @@ async def test_refused_names_are_not_kept_by_the_member(member: Node) -> None:
         await stream.aclose()
 
 
+async def test_a_link_keeps_a_bounded_text_of_checked_names(member: Node) -> None:
+    server = member.clients
+    assert server is not None
+    stream = await _linked(member)
+    try:  # refused names of 1,000 wide characters: 4 KB each however few the entries
+        for rid in range(2, 202):
+            name = f"{rid}" + "\u0416" * 1000
+            answer = await _ask(stream, [rid, P.OP, rid, 0, ops.WORK_REAP, [name, None], 1000])
+            assert answer[:2] == [rid, P.ERROR] and answer[2][0] == "permission"
+        (conn,) = server._conns
+        kept = sum(len(name) + len(found or "") for (_code, name), found in conn.refusals.items()
+                   if isinstance(name, str))
+        assert 0 < kept <= 64 * 1024 and kept == conn.cached_chars
+    finally:
+        await stream.aclose()
+
+
 class _CountPauses:
     """``asyncio`` as the client sees it, except that its pauses are recorded and last
     no time."""

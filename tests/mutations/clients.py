@@ -126,6 +126,13 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py::test_refused_names_are_not_kept_by_the_member",),
         "a client's link does not hold the long names it was refused"),
     Mutation(
+        "client-checked-names-unbounded", "lazily_queue/client/connection.py",
+        "                        or self.cached_chars + chars > _CACHED_CHARS):\n",
+        "                        or False):\n",
+        ("tests/client/test_review_requests.py::"
+         "test_a_link_keeps_a_bounded_text_of_checked_names",),
+        "a client's link keeps at most 64 Ki characters of checked names and refusals"),
+    Mutation(
         "client-relinks-at-once", "lazily_queue/client/dialling.py",
         "                if self._served(link):\n",
         "                if True:\n",
