@@ -12,36 +12,26 @@ from itertools import count
 from typing import Any
 
 from lazily_queue.core.work_masks import EXPIRED as WORK_EXPIRED
-from lazily_queue.raft.batch import MAX_MESSAGE_BYTES_LIMIT, encode_command
+from lazily_queue.raft.batch import MAX_MESSAGE_BYTES_LIMIT
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.results import result_size
 from lazily_queue.replicated.session_results import SESSION_KEPT_BYTES, kept_size
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
 from lazily_queue.replicated.take_bytes import DELIVERY_ALLOWANCE, TAKE_BYTES
+from tests.replicated.test_take_bytes import apply_as_member
 
 CLIENT = CLIENT_SESSION_BASE + 92
 LARGE = b"x" * 900_000
 #: What a delivery of LARGE to worker "a" counts.
 EACH = DELIVERY_ALLOWANCE + result_size("a", TAKE_BYTES) + 41 + len(LARGE)
-_members = count(1)
 _seqs = count(1)
-
-
-def _apply(sm: StateMachine, *op_list: list[Any]) -> list[Any]:
-    """``op_list`` as one entry of a member session whose floor passes them at once."""
-    member = next(_members)
-    batch = [[i + 1, *op] for i, op in enumerate(op_list)]
-    result = sm.apply(encode_command(member, 0, batch), 1_000)
-    assert isinstance(result, list)
-    sm.apply(encode_command(member, len(op_list) + 1, []), 1_000)
-    return result
 
 
 def _claim(sm: StateMachine, name: str, n: int, seq: int | None = None) -> Any:
     """A client's claim of up to ``n`` by worker ``a`` (sent again under ``seq``)."""
     seq = next(_seqs) if seq is None else seq
-    [result] = _apply(sm, [ops.CLIENT_OP, CLIENT, seq, 1, ops.WORK_CLAIM_MANY, name, "a", n,
-                           None])
+    [result] = apply_as_member(
+        sm, [ops.CLIENT_OP, CLIENT, seq, 1, ops.WORK_CLAIM_MANY, name, "a", n, None])
     return result
 
 
@@ -73,8 +63,8 @@ def _same_as_a_claim_of_as_many(build: Callable[[StateMachine], None], name: str
 def test_a_claim_of_large_items_stops_at_the_bound_and_its_retry_gets_the_same_answer(
 ) -> None:
     sm = StateMachine()
-    _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 3])
-    _apply(sm, *([ops.WORK_PUSH, "w", LARGE] for _ in range(30)))
+    apply_as_member(sm, [ops.WORK_DECLARE, "w", 30_000, 3])
+    apply_as_member(sm, *([ops.WORK_PUSH, "w", LARGE] for _ in range(30)))
     seq = next(_seqs)
     first = _claim(sm, "w", 256, seq)
     assert len(first[0]) == TAKE_BYTES // EACH == 4
@@ -90,7 +80,7 @@ def test_a_claim_of_large_items_stops_at_the_bound_and_its_retry_gets_the_same_a
 
 def test_an_item_past_the_bound_is_claimed_alone() -> None:
     sm = StateMachine()
-    _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
+    apply_as_member(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
            [ops.WORK_PUSH, "w", b"x" * MAX_MESSAGE_BYTES_LIMIT], [ops.WORK_PUSH, "w", b"y"])
     first = _claim(sm, "w", 2)
     assert _ids(first) == [0]
@@ -107,11 +97,11 @@ def test_any_items_up_to_the_largest_message_are_claimed_with_a_kept_result() ->
         sm = StateMachine()
         worker = "w" * rng.choice([1, 100, 100_000])
         pushed = [values[rng.choice(sizes)] for _ in range(rng.randrange(1, 30))]
-        _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
+        apply_as_member(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
                *([ops.WORK_PUSH, "w", v] for v in pushed))
         while pushed:
             n = rng.randrange(1, 40)
-            [result] = _apply(sm, [ops.CLIENT_OP, CLIENT, next(_seqs), 1,
+            [result] = apply_as_member(sm, [ops.CLIENT_OP, CLIENT, next(_seqs), 1,
                                    ops.WORK_CLAIM_MANY, "w", worker, n, None])
             assert kept_size(result) <= SESSION_KEPT_BYTES
             per = DELIVERY_ALLOWANCE + result_size(worker, TAKE_BYTES)
@@ -135,7 +125,7 @@ def test_a_delivery_counts_no_more_than_its_allowance_its_value_and_worker() -> 
 
 def test_priorities_and_delayed_items_are_claimed_in_their_order_up_to_the_bound() -> None:
     def build(sm: StateMachine) -> None:
-        _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
+        apply_as_member(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
                *([ops.WORK_PUSH_SCHEDULED, "w", level, delay, None, None, LARGE]
                  for level, delay in [(0, 0), (5, 0), (0, 0), (9, 500), (5, 0), (9, 0),
                                       (0, 0), (5, 0)]))
@@ -147,7 +137,7 @@ def test_priorities_and_delayed_items_are_claimed_in_their_order_up_to_the_bound
 
 def test_a_claim_under_expiry_rules_skips_the_expired_and_stops_at_the_bound() -> None:
     def build(sm: StateMachine) -> None:
-        _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
+        apply_as_member(sm, [ops.WORK_DECLARE, "w", 30_000, 3],
                [ops.EXPIRY_RULES, "w", "work_queue", None, None],
                *([ops.WORK_PUSH_TTL, "w", 100 if i in (0, 3, 7) else 60_000, LARGE]
                  for i in range(12)))
@@ -160,7 +150,7 @@ def test_a_claim_under_expiry_rules_skips_the_expired_and_stops_at_the_bound() -
 
 def test_a_consumer_groups_claim_of_its_topics_run_stops_at_the_bound() -> None:
     def build(sm: StateMachine) -> None:
-        _apply(sm, [ops.TOPIC_DECLARE, "t"], *([ops.TOPIC_PUBLISH, "t", LARGE]
+        apply_as_member(sm, [ops.TOPIC_DECLARE, "t"], *([ops.TOPIC_PUBLISH, "t", LARGE]
                                                 for _ in range(10)),
                [ops.GROUP_DECLARE, "t", "g", 30_000, 3, "head"])
 

@@ -20,7 +20,7 @@ LARGE = b"x" * 900_000
 _members = count(1)
 
 
-def _apply(sm: StateMachine, *op_list: list[Any]) -> list[Any]:
+def apply_as_member(sm: StateMachine, *op_list: list[Any]) -> list[Any]:
     """``op_list`` as one entry of a member session whose floor passes them at once."""
     member = next(_members)
     batch = [[i + 1, *op] for i, op in enumerate(op_list)]
@@ -31,15 +31,15 @@ def _apply(sm: StateMachine, *op_list: list[Any]) -> list[Any]:
 
 
 def _take(sm: StateMachine, code: int, n: int) -> Any:
-    [result] = _apply(sm, [ops.CLIENT_OP, CLIENT, 1, 1, code, "q", n])
+    [result] = apply_as_member(sm, [ops.CLIENT_OP, CLIENT, 1, 1, code, "q", n])
     return result
 
 
 def test_a_take_of_large_values_stops_at_the_bound_and_its_retry_gets_the_same_answer(
 ) -> None:
     sm = StateMachine()
-    _apply(sm, [ops.QUEUE_DECLARE, "q", None])
-    _apply(sm, *([ops.QUEUE_PUSH, "q", LARGE] for _ in range(30)))
+    apply_as_member(sm, [ops.QUEUE_DECLARE, "q", None])
+    apply_as_member(sm, *([ops.QUEUE_PUSH, "q", LARGE] for _ in range(30)))
     first = _take(sm, ops.QUEUE_POP_STAMPED, 256)
     values = first[0]
     assert len(values) == TAKE_BYTES // (41 + len(LARGE)) == 4
@@ -50,8 +50,8 @@ def test_a_take_of_large_values_stops_at_the_bound_and_its_retry_gets_the_same_a
 
 def test_a_take_with_headers_counts_an_allowance_for_each_element() -> None:
     sm = StateMachine()
-    _apply(sm, [ops.QUEUE_DECLARE, "q", None])
-    _apply(sm, *([ops.QUEUE_PUSH_HEADERS, "q", {"k": "v"}, None, i] for i in range(300)))
+    apply_as_member(sm, [ops.QUEUE_DECLARE, "q", None])
+    apply_as_member(sm, *([ops.QUEUE_PUSH_HEADERS, "q", {"k": "v"}, None, i] for i in range(300)))
     first = _take(sm, ops.QUEUE_POP_HEADERS, 256)
     assert len(first[0]) == TAKE_BYTES // (HEADERS_ALLOWANCE + 36)
     assert first[0] == list(range(len(first[0])))
