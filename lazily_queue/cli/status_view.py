@@ -128,10 +128,14 @@ def render_page(page: dict[str, Any]) -> list[Table]:
     last = page["offset"] + len(page["objects"])
     where = f' whose name starts with "{page["prefix"]}"' if page["prefix"] else ""
     shown = f"{first}-{last}" if page["objects"] else "none"
-    caption = (f"showing {shown} of {page['matching']}{where} ({page['total']} in all); "
-               f"next: --offset {page['offset'] + page['limit']}")
+    caption = f"showing {shown} of {page['matching']}{where} ({page['total']} in all)"
+    if last < page["matching"]:
+        caption += f"; next: --offset {page['offset'] + page['limit']}"
     tables = object_tables({page["kind"]: page["objects"]}, caption)
-    return tables or [_table(page["kind"].replace("_", " "), ("name",), [])]
+    if not tables:
+        tables = [_table(page["kind"].replace("_", " "), ("name",), [])]
+        tables[0].caption = caption
+    return tables
 
 
 def _bounded(t: dict[str, Any]) -> Table:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lazily_queue import testing
-from lazily_queue.cli.status_view import render
+from lazily_queue.cli.status_view import render, render_page
 from lazily_queue.status import node_status
 
 
@@ -38,3 +38,21 @@ async def test_a_followers_status_names_the_leader_and_its_page(tmp_path: Path) 
         assert "known on the leader" not in _shown(node_status(leader))
         status["leader"] = None
         assert "known on the leader; none is known now)" in _shown(status)
+
+
+QUEUE = {"len": 1, "capacity": None, "closed": False}  # a queue's entry in a status
+
+
+def _caption(page: dict[str, Any]) -> str:
+    return str(render_page(page)[0].caption)
+
+
+def test_a_page_of_objects_offers_a_next_page_only_when_there_is_one() -> None:
+    page: dict[str, Any] = {"kind": "queues", "prefix": "", "offset": 0, "limit": 2,
+                            "matching": 3, "total": 3,
+                            "objects": {"q0": QUEUE, "q1": QUEUE}}
+    assert _caption(page) == "showing 1-2 of 3 (3 in all); next: --offset 2"
+    page.update(offset=2, objects={"q2": QUEUE})
+    assert _caption(page) == "showing 3-3 of 3 (3 in all)"
+    page.update(offset=5, objects={})  # past the last match: an empty page, still captioned
+    assert _caption(page) == "showing none of 3 (3 in all)"
