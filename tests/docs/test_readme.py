@@ -45,6 +45,14 @@ BIN = Path(sys.executable).parent
 HANG = 180
 
 
+def _deep(levels: int = 50) -> list[object]:
+    """A JSON value nested deeper than the value model takes (45 levels)."""
+    value: list[object] = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
 def blocks() -> list[Block]:
     return readme_blocks(README.read_text())
 
@@ -159,6 +167,8 @@ async def test_the_fastapi_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
             transport=httpx.ASGITransport(app=api.app), base_url="http://api") as client:
         response = await client.post("/jobs", json={"resize": "cat.png"})
         assert response.status_code == 202 and response.json() == {"job": 0}
+        refused = await client.post("/jobs", json={"deep": _deep()})
+        assert refused.status_code == 422 and "nesting too deep" in refused.text
         assert (await client.get("/jobs")).json() == {"pending": 1, "in_flight": 0}
         metrics = await client.get("/metrics")
         assert 'lazily_queue_work_pending{name="jobs"} 1.0' in metrics.text
@@ -176,6 +186,8 @@ async def test_the_aiohttp_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
                 await node.driver.next_step()
         refused = await client.post("/messages", data=b"not json")
         assert refused.status == 400 and "JSON" in await refused.text()
+        refused = await client.post("/messages", json={"deep": _deep()})
+        assert refused.status == 400 and "nesting too deep" in await refused.text()
         posted = await client.post("/messages", json={"text": "hi"})
         assert posted.status == 201 and await posted.json() == {"offset": 0}
         answer = await asyncio.wait_for(waiting, HANG)
