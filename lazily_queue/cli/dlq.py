@@ -45,4 +45,9 @@ def _list(client: AdminClient, args: argparse.Namespace) -> None:
 
 def _redrive(client: AdminClient, args: argparse.Namespace) -> None:
     doc = client.post(f"/dlq/{quote(args.name, safe='')}/redrive", {"item_ids": args.items})
-    emit(args, doc, f"redrove {doc['redriven']} dead letter(s) of {args.name}")
+    line = f"redrove {doc['redriven']} dead letter(s) of {args.name}"
+    missing = len(set(args.items or ())) - doc["redriven"]
+    if args.items and missing > 0:
+        line += (f"; {missing} of the item ids given {'is' if missing == 1 else 'are'} not "
+                 "among its dead letters (redriven already, or never dead-lettered)")
+    emit(args, doc, line)

@@ -53,8 +53,12 @@ def test_admin_commands_against_node_processes(tmp_path: Path) -> None:
         out = lq("dlq", "redrive", "jobs", "--item", "1", "--url", url)
         assert (out.returncode, out.stdout.strip()) == (
             0, "redrove 1 dead letter(s) of jobs"), out.stderr
+        out = lq("dlq", "redrive", "jobs", "--item", "1", "--item", "2", "--url", url)
+        assert (out.returncode, out.stdout.strip()) == (
+            0, "redrove 1 dead letter(s) of jobs; 1 of the item ids given is not among its "
+            "dead letters (redriven already, or never dead-lettered)"), out.stderr
         out = lq("dlq", "redrive", "jobs", "--url", url)
-        assert out.stdout.strip() == "redrove 2 dead letter(s) of jobs"
+        assert out.stdout.strip() == "redrove 1 dead letter(s) of jobs"
         wait_for(lambda: all(p.status()["work_queues"]["jobs"]["pending"] == 5
                              and p.status()["work_queues"]["jobs"]["dead_letters"] == 0
                              for p in procs), what="the redrive on every node")
