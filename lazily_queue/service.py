@@ -361,13 +361,13 @@ def load_entry(config: NodeConfig) -> AppEntry:
         sys.path.insert(0, app_dir)
     try:
         module = importlib.import_module(module_name)
-    except ImportError as exc:
-        where = "the installed packages" if app_dir is None else \
-            f"{app_dir} (--app-dir, default the configuration file's directory) and the " \
-            "installed packages"
-        raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: cannot import "
-                          f"{module_name!r} ({exc}); looked in {where}") from None
     except Exception as exc:  # a SyntaxError or anything the module raises at import
+        if _not_found(exc, module_name):
+            where = "the installed packages" if app_dir is None else \
+                f"{app_dir} (--app-dir, default the configuration file's directory) and " \
+                "the installed packages"
+            raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: cannot "
+                              f"import {module_name!r} ({exc}); looked in {where}") from None
         log.error("the app %s failed to import", config.app_entry, exc_info=exc)
         raise AppFailed(f"{config.source}: [app] entry {config.app_entry!r}: importing "
                         f"{module_name!r} raised {type(exc).__name__}: {exc} (traceback "
@@ -381,4 +381,20 @@ def load_entry(config: NodeConfig) -> AppEntry:
         raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: "
                           f"{module_name}.{attr} is not an async function; define it as "
                           f"`async def {attr}(node, options)`")
+    try:
+        inspect.signature(fn).bind(None, {})
+    except TypeError:
+        raise ConfigError(f"{config.source}: [app] entry {config.app_entry!r}: "
+                          f"{module_name}.{attr} cannot be called with the node and the "
+                          f"[app] options; define it as `async def {attr}(node, options)`"
+                          ) from None
+    except ValueError:  # a callable without a signature: called as it is
+        pass
     return fn  # type: ignore[no-any-return]
+
+
+def _not_found(exc: Exception, module_name: str) -> bool:
+    """Whether ``exc`` says the entry's module or a package above it does not exist (not
+    that the module was found and failed to import one of its own)."""
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    return missing is not None and f"{module_name}.".startswith(f"{missing}.")

@@ -71,8 +71,11 @@ def test_an_app_that_fails_to_import_exits_1_with_its_traceback_and_one_line(
     conf, elsewhere = _layout(tmp_path)
     (conf / "broken.py").write_text('raise RuntimeError("no config for the app")\n')
     (conf / "typo.py").write_text("async def main(node, options:\n")
+    (conf / "needs.py").write_text("import a_dependency_not_installed\n")
     for module, cause in (("broken", "RuntimeError: no config for the app"),
-                          ("typo", "SyntaxError: ")):
+                          ("typo", "SyntaxError: "),
+                          ("needs", "ModuleNotFoundError: No module named "
+                                    "'a_dependency_not_installed'")):
         config = write_config(conf / f"{module}.toml", 1, unix_peers(tmp_path, (1,)),
                               app=f'entry = "{module}:main"')
         proc = NodeProc(config, cwd=elsewhere)
@@ -99,3 +102,18 @@ def test_an_app_entry_that_is_not_async_is_refused_before_it_runs(tmp_path: Path
         f"error: {config}: [app] entry 'sync:main': sync.main is not an async function; "
         "define it as `async def main(node, options)`")
     assert not ran.exists()
+
+
+def test_an_app_entry_that_cannot_take_the_node_and_options_is_refused(
+        tmp_path: Path) -> None:
+    conf, elsewhere = _layout(tmp_path)
+    (conf / "one.py").write_text("async def main(node):\n    pass\n")
+    config = write_config(conf / "n1.toml", 1, unix_peers(tmp_path, (1,)),
+                          app='entry = "one:main"')
+    proc = NodeProc(config, cwd=elsewhere)
+    assert proc.wait_exit() == 2
+    err = proc.stderr()
+    assert err.strip().splitlines()[-1] == (
+        f"error: {config}: [app] entry 'one:main': one.main cannot be called with the node "
+        "and the [app] options; define it as `async def main(node, options)`"), err
+    assert "Traceback" not in err and "ready node=" not in err
