@@ -87,6 +87,8 @@ class ClusterDemo:
     def empty_dir(self) -> None:
         """Empty (or create) the demo directory."""
         if self.dir.exists():
+            if not self.dir.is_dir():
+                raise SystemExit(f"error: {self.dir} is not a directory; choose another --dir")
             if not (self.dir / MARKER).exists() and any(self.dir.iterdir()):
                 raise SystemExit(f"error: {self.dir} exists and is not a demo directory; "
                                  "choose another --dir")

@@ -55,6 +55,17 @@ def test_demo_refuses_to_empty_a_foreign_directory(tmp_path: Path) -> None:
     assert (tmp_path / "precious.txt").read_text() == "keep me"
 
 
+def test_demo_refuses_a_dir_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("keep me")
+    out = subprocess.run(
+        [sys.executable, "-m", "lazily_queue", "demo", "--dir", str(tmp_path / "notes.txt")],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0
+    assert out.stderr == f"error: {tmp_path / 'notes.txt'} is not a directory; choose another "\
+        "--dir\n", out.stderr
+    assert (tmp_path / "notes.txt").read_text() == "keep me"
+
+
 @pytest.mark.parametrize(
     ("option", "value", "message"),
     [("--rate", "nan", "--rate, --visibility-timeout and --timeout must be finite numbers > 0"),
