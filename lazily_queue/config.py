@@ -305,7 +305,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     check_address(listen, fail, "`listen`", listening=True, node_id=node_id)
     for peer, address in peers.items():
         if address == listen:
-            raise fail(f"peer {peer} has this node's own listen address {shown(listen)}")
+            raise fail(f"peer {peer} has this node's own listen address {shown(listen)}; "
+                       f"if this node is {peer}, set `id = {peer}`, else give it its own "
+                       "`listen` address")
         check_address(address, fail, f"peer {peer}", listening=False, node_id=peer)
     owners: dict[str, int] = {}
     for peer, address in peers.items():

@@ -66,7 +66,9 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
          r"lists node 2 twice"),
         ({"peers": {"x": "tcp://127.0.0.1:7002"}}, r"\[peers\] key 'x' must be an integer"),
         ({"peers": {"1": "tcp://127.0.0.1:9999"}}, r"two nodes with id 1"),
-        ({"peers": {"2": "tcp://127.0.0.1:7001"}}, r"peer 2 has this node's own listen"),
+        ({"peers": {"2": "tcp://127.0.0.1:7001"}},
+         r"peer 2 has this node's own listen address 'tcp://127.0.0.1:7001'; if this node "
+         r"is 2, set `id = 2`, else give it its own `listen` address"),
         ({"peers": {"2": "tcp://127.0.0.1:7002", "3": "tcp://127.0.0.1:7002"}},
          r"peers 2 and 3 share the address"),
         ({"peers": {"2": "carrier-pigeon://loft"}}, r"unsupported scheme 'carrier-pigeon'"),
