@@ -60,3 +60,21 @@ def check_data_dir(data_dir: Any, durability: str) -> None:
     elif not isinstance(data_dir, str | os.PathLike) or not os.fspath(data_dir):
         raise InvalidConfiguration(f"data_dir must be a directory's path, not "
                                    f"{shown(data_dir)}")
+
+
+def check_peer_addresses(node_id: str, listen: str | None, peers: Mapping[str, str]) -> None:
+    """Over real links, no other peer is listed at this node's own ``listen`` address and
+    no two peers share one (either would dial the wrong process)."""
+    owners: dict[str, str] = {}
+    for peer, address in peers.items():
+        if peer == node_id:
+            continue
+        if address == listen:
+            raise InvalidConfiguration(
+                f"peer {peer} has this node's own listen address {shown(listen)}; if this "
+                f"node is {peer}, give it id {peer}, else its own `listen` address")
+        if address in owners:
+            raise InvalidConfiguration(
+                f"peers {owners[address]} and {peer} share the address {shown(address)}; "
+                "give each member its own")
+        owners[address] = peer

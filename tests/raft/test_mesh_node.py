@@ -63,6 +63,19 @@ def test_a_networked_node_needs_a_secret_and_integer_ids(tmp_path: Path) -> None
         Node(1, data_dir=tmp_path, secret=b"s", durability="none")._default_network()
 
 
+def test_a_networked_node_refuses_peers_at_its_own_or_a_shared_address(
+        tmp_path: Path) -> None:
+    a, b = f"unix://{tmp_path}/a.sock", f"unix://{tmp_path}/b.sock"
+    with pytest.raises(InvalidConfiguration, match=(
+            r"peer 2 has this node's own listen address .*; if this node is 2, give it id 2")):
+        Node(1, data_dir=None, peers={1: a, 2: a, 3: b}, secret=b"s", durability="none")
+    with pytest.raises(InvalidConfiguration, match="peers 2 and 3 share the address"):
+        Node(1, data_dir=None, listen=a, peers={2: b, 3: b}, secret=b"s", durability="none")
+    # Over a network of the caller's (tests, the simulator) addresses are its business.
+    Node(1, data_dir=None, peers={1: "-", 2: "-", 3: "-"}, secret=b"s", durability="none",
+         network=object())  # type: ignore[arg-type]
+
+
 async def test_a_second_process_with_an_existing_id_is_refused(tmp_path: Path) -> None:
     peers = _peers(tmp_path, [1, 2, 3])
     nodes = [Node(i, data_dir=tmp_path / str(i), peers=peers, secret=b"s", durability="none")
