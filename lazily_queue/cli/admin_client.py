@@ -53,6 +53,28 @@ def seconds(text: str) -> float:
     return value
 
 
+def position(text: str) -> int:
+    """An argparse type: a position in a listing, an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a position (an integer >= 0)")
+    return value
+
+
+def page_size(text: str) -> int:
+    """An argparse type: how many rows a page lists, 1 to 1000."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a page size (an integer in 1..1000)")
+    return value
+
+
 def refuse_port_zero(source: str, http: tuple[str, int] | None) -> None:
     """``http = "HOST:0"`` names no address to reach: the node picks its port at start."""
     if http is not None and http[1] == 0:

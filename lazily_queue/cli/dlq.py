@@ -7,7 +7,15 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from .admin_client import AdminClient, add_target_arguments, emit, run, table
+from .admin_client import (
+    AdminClient,
+    add_target_arguments,
+    emit,
+    page_size,
+    position,
+    run,
+    table,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -21,8 +29,8 @@ def register(subparsers: Any) -> None:
     commands = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = commands.add_parser("list", help="the dead letters, oldest first")
     listing.add_argument("name", help="the work queue")
-    listing.add_argument("--offset", type=int, default=0)
-    listing.add_argument("--limit", type=int, default=100, help="at most 1000")
+    listing.add_argument("--offset", type=position, default=0)
+    listing.add_argument("--limit", type=page_size, default=100, help="at most 1000")
     add_target_arguments(listing)
     listing.set_defaults(handler=lambda args: run(_list, args))
     redrive = commands.add_parser("redrive", help="move dead letters back to pending")

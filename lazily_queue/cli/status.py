@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from .admin_client import CliError, node_url, refuse_port_zero, seconds
+from .admin_client import CliError, node_url, position, refuse_port_zero, seconds
 
 
 def register(subparsers: Any) -> None:
@@ -38,12 +38,16 @@ def register(subparsers: Any) -> None:
                              "(GET /objects.json), instead of the status (which lists the "
                              "largest of each kind)")
     parser.add_argument("--prefix", default="", help="with --kind: names starting with this")
-    parser.add_argument("--offset", type=int, default=0,
+    parser.add_argument("--offset", type=position, default=0,
                         help="with --kind: the page starting at this position")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.kind is None and (args.offset or args.prefix):
+        print("error: --offset and --prefix page a listing of objects: add --kind queues, "
+              "topics or work_queues", file=sys.stderr)
+        return 2
     url = args.url
     if args.config is not None:
         from ..config import load_config

@@ -146,3 +146,28 @@ def test_config_with_http_port_0_says_to_pass_the_url(
     assert capsys.readouterr().err == (
         f"error: {config}: `http` port 0 is chosen when the node starts; pass --url with the "
         "address its `ready` line printed (http=...)\n")
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (("dlq", "list", "w", "--limit=-5"), "argument --limit: '-5' is not a page size"),
+    (("dlq", "list", "w", "--limit=0"), "argument --limit: '0' is not a page size"),
+    (("dlq", "list", "w", "--limit=1001"), "argument --limit: '1001' is not a page size"),
+    (("dlq", "list", "w", "--offset=-2"), "argument --offset: '-2' is not a position"),
+    (("status", "--kind", "queues", "--offset=-1"), "argument --offset: '-1' is not a position"),
+])
+def test_a_page_out_of_range_is_a_usage_error(
+    args: tuple[str, ...], says: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--url", "http://127.0.0.1:1"])
+    assert exit_.value.code == 2
+    assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("paging", [("--offset", "5"), ("--prefix", "jobs.")])
+def test_paging_the_status_without_a_kind_says_to_add_one(
+    paging: tuple[str, str], capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["status", "--url", "http://127.0.0.1:1", *paging]) == 2
+    assert capsys.readouterr().err == ("error: --offset and --prefix page a listing of objects: "
+                                       "add --kind queues, topics or work_queues\n")
