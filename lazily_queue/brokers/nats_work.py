@@ -275,6 +275,10 @@ class NatsWorkQueueStorage(WorkMirror):
         length rule (a claim checks it before anything is sent)."""
         check_named_member(worker, "worker name")
 
+    def check_claim_time(self, now: float) -> None:
+        """Every time: the broker's leases run on its server's clock, not on ``now``."""
+        return None
+
     async def _dead_letter(self, msg: Msg, attempts: int, reason: str) -> None:
         await nats_dead_letters.move(self._backend, msg, self.stream, self.dead_subject,
                                      attempts, reason)

@@ -256,6 +256,10 @@ class RedisWorkQueueStorage(WorkMirror):
         check_named_member(worker, "worker name")
         check_claimed_worker(worker)
 
+    def check_claim_time(self, now: float) -> None:
+        """Every time: the broker's leases run on its server's clock, not on ``now``."""
+        return None
+
     async def _settle(self, worker: str, mode: str, deliveries: list[int]) -> int:
         """Settle ``deliveries`` of ``worker``: how many were that worker's live ones.
 

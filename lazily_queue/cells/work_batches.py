@@ -39,7 +39,7 @@ class WorkQueueBatches:
     def _has_pending(self) -> bool:
         raise NotImplementedError
 
-    def _check_worker(self, worker: str) -> None:
+    def _check_worker(self, worker: str, now: Now) -> None:
         raise NotImplementedError
 
     def try_claim(self, worker: str, now: float) -> Delivery | None:
@@ -70,7 +70,7 @@ class WorkQueueBatches:
         Each lease runs from the claim: items not started within the visibility timeout
         are redelivered."""
         check_count(n)  # refused at once, not once an item is pending
-        self._check_worker(worker)
+        self._check_worker(worker, now)
         deadline = Deadline(timeout)
         while True:
             if not self._storage.is_empty():

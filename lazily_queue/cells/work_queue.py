@@ -281,7 +281,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         Over a replicated backend a claim cancelled while committing may leave a lease
         no caller holds; it comes back through :meth:`reap_expired` (at least once).
         """
-        self._check_worker(worker)  # refused at once, not once an item is pending
+        self._check_worker(worker, now)  # refused at once, not once an item is pending
         deadline = Deadline(timeout)
         while True:
             if not self._storage.is_empty():  # no round trip while nothing is pending
@@ -291,9 +291,12 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
             async with deadline.waiting(f"claim from work queue {self.name!r}: no pending item"):
                 await self._wait_for_work(now)
 
-    def _check_worker(self, worker: str) -> None:
-        """Raise what the backend's claim raises for a worker name it refuses."""
+    def _check_worker(self, worker: str, now: Now) -> None:
+        """Raise what the backend's claim raises for a worker name, or a time, it
+        refuses."""
         self._storage.check_worker_name(check_worker(worker))
+        if now is not None and not callable(now):
+            self._storage.check_claim_time(now)
 
     def _has_pending(self) -> bool:
         self._raise_if_stopped()
@@ -383,6 +386,6 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         block's exit returns.
         """
         prefetch_size(prefetch, 1)  # refused here, also where it is not used
-        self._check_worker(worker)
+        self._check_worker(worker, now)
         size = 1 if self._sync is not None else prefetch
         return deliver(self, worker, size, now)

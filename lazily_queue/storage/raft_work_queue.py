@@ -180,6 +180,10 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         length rule (a claim checks it before anything is sent)."""
         check_member(worker, "worker name")
 
+    def check_claim_time(self, now: float) -> None:
+        """Raise ``ValueError`` for a time that is not whole milliseconds."""
+        given_now(now)
+
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:

@@ -31,6 +31,9 @@ class SerializingWorkQueueStorage(SerializingWrapper):
     def check_worker_name(self, worker: str) -> None:
         self.inner.check_worker_name(worker)
 
+    def check_claim_time(self, now: float) -> None:
+        self.inner.check_claim_time(now)
+
     @property
     def visibility_timeout(self) -> float:
         return self.inner.visibility_timeout

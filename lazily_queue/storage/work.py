@@ -83,6 +83,12 @@ class WorkQueueStorage(Protocol):
         ``str``, as an in-process queue does."""
         return None
 
+    def check_claim_time(self, now: float) -> None:
+        """Raise ``ValueError`` for a claim's ``now`` this backend refuses (a claim checks
+        it before it waits for an item). The default takes every time, as an in-process
+        queue does (its claim checks the time itself)."""
+        return None
+
     async def poll(
         self, worker: str, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[Delivery | None]:
@@ -213,7 +219,8 @@ class ObservableWorkQueueStorage(WorkQueueStorage, Protocol):
 
 REQUIRED = ("poll_many", "pending_len", "is_empty", "in_flight_len", "dead_letter_len", "pending",
             "in_flight", "dead_letters", "in_flight_by_worker", "snapshot", "push", "poll",
-            "settle", "release", "extend", "reap_expired", "redrive", "check_worker_name")
+            "settle", "release", "extend", "reap_expired", "redrive", "check_worker_name",
+            "check_claim_time")
 CAPABILITY_METHODS = {
     "sync": ("try_push", "try_claim", "try_settle", "try_extend", "try_reap_expired",
              "try_redrive"),

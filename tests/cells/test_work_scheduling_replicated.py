@@ -163,3 +163,11 @@ async def test_a_fraction_of_a_millisecond_is_refused_on_a_member_and_a_client()
                 job = await w.poll("x", now=float(base))
                 assert job is not None and job.deadline == base + 1000, name
                 assert await w.reap_expired(now=base + 1001) == 1, name
+                await w.ack("x", (await w.poll("x", now=float(base + 2000))).delivery_id)
+                late = base + 0.5  # on an empty queue: refused before it waits
+                with pytest.raises(ValueError, match="now must be whole milliseconds"):
+                    await asyncio.wait_for(w.claim("x", now=late, timeout=0), 5)
+                with pytest.raises(ValueError, match="now must be whole milliseconds"):
+                    await asyncio.wait_for(w.claim_many("x", 2, now=late), 5)
+                with pytest.raises(ValueError, match="now must be whole milliseconds"):
+                    await asyncio.wait_for(anext(aiter(w.deliveries("x", now=late))), 5)
