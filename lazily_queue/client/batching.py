@@ -10,7 +10,9 @@ alone or in another group, still applies at most once, and each gets its own ans
 An op goes alone (as ``CLIENT_OP``, whose checks then name it) when it is a transaction
 (``TXN``, whose messages are not counted here) or its message is over
 the cluster's message limit (or, not ``bytes``, ``str`` or a number, near it); a group
-is closed before its messages reach :data:`GROUP_SHARE` of the command limit; a group
+is closed before its messages reach :data:`GROUP_SHARE` of the command limit (an op
+counting at least :data:`~.op_shapes.CONTAINER_BYTES` for each container it holds, so a
+group holds few of them, however small their encoding); a group
 the replica refuses (a value outside the value model, an encoding over the limit) is
 proposed again one op at a time, so the refusal reaches only the op that caused it.
 The group's floor is the last op's (the highest its ops carry): a client computes an
@@ -28,6 +30,7 @@ from typing import Any
 import cbor2
 
 from ..replicated import ops
+from .op_shapes import CONTAINER_BYTES
 
 #: The share of the replicated command limit one group's messages may take.
 GROUP_SHARE = 0.5
@@ -46,6 +49,8 @@ class PendingOp:
     code: int
     args: list[Any]
     timeout: float
+    #: The lists, tuples, dicts and sets its arguments hold (see :mod:`.op_shapes`).
+    containers: int = 0
 
 
 def _message_bytes(op: PendingOp, message_limit: int) -> int | None:
@@ -53,7 +58,7 @@ def _message_bytes(op: PendingOp, message_limit: int) -> int | None:
     if op.code == ops.TXN:
         return None  # its messages are not counted here: alone, its own checks name it
     if op.code not in ops.MESSAGE_OPS:
-        return OP_OVERHEAD
+        return OP_OVERHEAD + op.containers * CONTAINER_BYTES
     message = op.args[-1] if op.args else None
     if type(message) is bytes:
         size = len(message)
@@ -62,7 +67,7 @@ def _message_bytes(op: PendingOp, message_limit: int) -> int | None:
     elif type(message) in _SCALARS:
         return OP_OVERHEAD
     else:  # its encoding, without tuple tags: only well under the limit is it grouped
-        size = len(cbor2.dumps(message))
+        size = max(len(cbor2.dumps(message)), op.containers * CONTAINER_BYTES)
         if size * 9 // 8 + OP_OVERHEAD > message_limit:
             return None
     return None if size > message_limit else size + OP_OVERHEAD

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import MessageTooLarge
 from ..names import op_cap_refusal, op_member_problem, op_name_problem
 from ..replicated import ops
 from . import protocol as P
 from .batching import PendingOp
 from .connection import ClientConnection
-from .op_shapes import shape_problem
+from .op_shapes import CONTAINER_BYTES, containers, shape_problem
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -52,22 +53,33 @@ def admitted_op(node: Node, conn: ClientConnection, rid: int, frame: list[Any]) 
     refusal = conn.op_refusal(code, args)
     if refusal is not None:
         raise P.PermissionDenied(refusal)
-    admit(node, code, args)
-    op = PendingOp(rid, seq, floor, code, args, timeout)
+    op = PendingOp(rid, seq, floor, code, args, timeout, admit(node, code, args))
     refused = conn.state_refusal(op, node.view)
     if refused is not None:
         raise refused
     return op
 
 
-def admit(node: Node, code: int, args: list[Any]) -> None:
+def admit(node: Node, code: int, args: list[Any]) -> int:
     """Refuse an op whose names (its subscriber's or worker's included) break the
-    name rule, or which would create an object beyond the member's ``max_objects``
-    or a subscription beyond its ``max_subscribers`` (:mod:`..names`)."""
+    name rule, which holds more containers than the member's message limit allows
+    (:func:`.op_shapes.containers`), or which would create an object beyond the
+    member's ``max_objects`` or a subscription beyond its ``max_subscribers``
+    (:mod:`..names`); the containers it holds."""
     problem = (shape_problem(code, args) or op_name_problem(code, args)
                or op_member_problem(code, args))
     if problem is not None:
         raise P.RequestRefused(f"{ops.op_name(code)}: {problem}; nothing was applied")
+    most = node.max_message_bytes // CONTAINER_BYTES
+    held = containers(args, most)
+    if held > most:
+        raise MessageTooLarge(
+            f"{ops.op_name(code)}: the operation holds more than {most} lists, tuples, "
+            f"dicts and sets (one per {CONTAINER_BYTES} bytes of this cluster's "
+            f"{node.max_message_bytes}-byte max_message_bytes); flatten the value or "
+            "encode it (bytes or str); nothing was applied", size=None,
+            limit=node.max_message_bytes)
     refusal = op_cap_refusal(node.view, code, args, node.max_objects, node.max_subscribers)
     if refusal is not None:
         raise refusal
+    return held

@@ -42,7 +42,7 @@ from lazily_transports import (
     scheme_of,
 )
 
-from ..errors import InvalidConfiguration, TooManyObjects, TooManySubscribers
+from ..errors import InvalidConfiguration, MessageTooLarge, TooManyObjects, TooManySubscribers
 from ..pending_caps import listener_count, pending_caps
 from ..raft.batch import command_limit
 from ..replicated import ops
@@ -310,7 +310,7 @@ class ClientServer:
                 return register(self, conn, rid, frame)
             else:
                 conn.send([rid, P.OK, None])
-        except (P.ClientError, TooManyObjects, TooManySubscribers) as exc:
+        except (P.ClientError, MessageTooLarge, TooManyObjects, TooManySubscribers) as exc:
             self._fail(conn, rid, exc)
         except Exception as exc:  # a request no check foresaw: refused, its slots given back
             log.exception("client %r: request %d failed", conn.grant.name, rid)

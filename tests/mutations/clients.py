@@ -133,6 +133,20 @@ MUTATIONS = [
          "test_a_link_keeps_a_bounded_text_of_checked_names",),
         "a client's link keeps at most 64 Ki characters of checked names and refusals"),
     Mutation(
+        "client-op-containers-unbounded", "lazily_queue/client/op_admission.py",
+        "    if held > most:\n",
+        "    if False:\n",
+        ("tests/client/test_client_containers.py::"
+         "test_a_push_of_too_many_containers_is_refused_and_a_flat_one_taken",),
+        "a member refuses a client op holding more containers than its message limit allows"),
+    Mutation(
+        "client-op-containers-grouped-by-bytes", "lazily_queue/client/batching.py",
+        "        size = max(len(cbor2.dumps(message)), op.containers * CONTAINER_BYTES)\n",
+        "        size = len(cbor2.dumps(message))\n",
+        ("tests/client/test_client_containers.py::"
+         "test_ops_holding_many_containers_group_by_their_count",),
+        "client ops holding many containers group by their count, not their encoding"),
+    Mutation(
         "client-relinks-at-once", "lazily_queue/client/dialling.py",
         "                if self._served(link):\n",
         "                if True:\n",

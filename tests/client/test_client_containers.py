@@ -1,0 +1,53 @@
+"""A client's op holding more lists, tuples, dicts and sets than one per 16 bytes of the
+message limit is refused by its member before it is proposed, nothing applied: a
+megabyte of empty lists held the member's event loop for over a second to check and
+encode (its followers elected another leader) and took about 70 MB on every member.
+Ops that hold many containers also group fewer to a proposal."""
+
+from __future__ import annotations
+
+import pytest
+
+from lazily_queue import Credentials, connect
+from lazily_queue.client.batching import PendingOp, group
+from lazily_queue.client.op_shapes import CONTAINER_BYTES, containers
+from lazily_queue.errors import MessageTooLarge
+from lazily_queue.replicated import ops
+from tests.client.one_member import TOKEN, one_member
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_containers_are_counted_at_every_level_and_counting_stops_past_the_limit() -> None:
+    value = [[], {"a": [1, (2, {"b"})]}, "text", b"x", 3]
+    assert containers(["q", value], 100) == 6
+    assert containers(["q", b"x" * 1000, 7], 0) == 0
+    assert containers(["q", [[] for _ in range(1000)]], 10) <= 1001
+
+
+async def test_a_push_of_too_many_containers_is_refused_and_a_flat_one_taken() -> None:
+    async with one_member(max_message_bytes=64 * 1024) as node:
+        assert node.listen is not None
+        most = 64 * 1024 // CONTAINER_BYTES
+        async with connect(node.listen, Credentials("web", TOKEN), op_timeout=5) as client:
+            q = client.queue("q")
+            with pytest.raises(MessageTooLarge, match=f"more than {most} lists, tuples, "
+                               "dicts and sets") as caught:
+                await q.push([[] for _ in range(most + 1)])
+            assert caught.value.limit == 64 * 1024
+            await q.push([[] for _ in range(most - 1)])  # and the list holding them
+            await q.push(list(range(10_000)))
+            assert client.links == 1
+        await node.barrier()
+        assert [len(v) for v in node.view.queue("q").elements()] == [  # type: ignore[union-attr]
+            most - 1, 10_000]
+
+
+def test_ops_holding_many_containers_group_by_their_count() -> None:
+    many = [PendingOp(rid, rid, 0, ops.QUEUE_PUSH, ["q", [[]] * 1000], 5.0, 1001)
+            for rid in range(1, 9)]
+    groups = group(many, message_limit=1 << 20, command_bytes=64 * 1024)
+    assert [len(g) for g in groups] == [2, 2, 2, 2]  # 16 KB each against a 32 KB share
+    flat = [PendingOp(rid, rid, 0, ops.QUEUE_PUSH, ["q", list(range(1000))], 5.0, 1)
+            for rid in range(1, 9)]
+    assert len(group(flat, message_limit=1 << 20, command_bytes=64 * 1024)) == 1
