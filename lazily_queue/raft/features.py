@@ -99,6 +99,10 @@ TAKE_BYTES_FEATURE = "queue-take-bytes-v1"
 #: A work queue's claim leases no more than its session keeps room for (``TAKE_BYTES``
 #: of values, at least one item): an older member would lease more and diverge.
 CLAIM_BYTES_FEATURE = "work-claim-bytes-v1"
+#: Past the bound of all kept results, the client keeping the most in all its sessions
+#: gives up its results first (a member's session counting alone): an older member would
+#: take them from the session keeping the most and diverge.
+KEPT_BY_OWNER_FEATURE = "session-kept-by-owner-v1"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -118,4 +122,5 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                SESSION_KEPT_BYTES_FEATURE, SESSION_END_FEATURE,
                                GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,
                                RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE,
-                               TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE})
+                               TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE,
+                               KEPT_BY_OWNER_FEATURE})

@@ -17,11 +17,11 @@ it is refused again, never answered as applied.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .client_sessions import CLIENT_SESSION_BASE
+from .client_sessions import CLIENT_SESSION_BASE, owner_of
 from .ops import OpError
 from .results import result_size
 
@@ -33,8 +33,9 @@ SESSION_KEPT_BYTES = 8 * 1024 * 1024
 #: or claimed, which no window bounds but its callers (64 pops of a 1 MiB message, or 16
 #: of the largest 4 MiB, in flight over a leader change are all answered).
 MEMBER_KEPT_BYTES = 64 * 1024 * 1024
-#: Bytes of results all sessions keep together at most: past it, the sessions keeping
-#: the most give up their oldest results until all keep :data:`KEPT_BYTES_AFTER_SHED`.
+#: Bytes of results all sessions keep together at most: past it, the owners keeping the
+#: most (a client's sessions together, a member's session alone) give up their oldest
+#: results until all keep :data:`KEPT_BYTES_AFTER_SHED`.
 KEPT_BYTES = 128 * 1024 * 1024
 KEPT_BYTES_AFTER_SHED = KEPT_BYTES * 3 // 4
 
@@ -149,8 +150,11 @@ class KeptResults:
     """The bytes of results all sessions keep, held within the bounds (module docstring).
 
     Every replica makes the same choices: sizes come from the results' values, a session
-    gives up its results oldest kept first, and the sessions keeping the most give up
-    theirs first (ties: the least recently seen first)."""
+    gives up its results oldest kept first, and the owner keeping the most gives up
+    theirs first, its sessions keeping the most first (ties: the least recently seen
+    first). An owner is a client, all the sessions its id tag names together (so one
+    spreading its results over many sessions gives them up before another's), or a
+    member's session."""
 
     __slots__ = ("total",)
 
@@ -175,20 +179,28 @@ class KeptResults:
         if over > 0:
             self.total -= session.give_up(over)
         if self.total > KEPT_BYTES:
-            self.shed(sessions.values())
+            self.shed(sessions)
 
     def freed(self, size: int) -> None:
         """``size`` kept bytes were forgotten (a floor moved, a session dropped)."""
         self.total -= size
 
-    def shed(self, sessions: Iterable[Session]) -> None:
-        """Give up results, the sessions keeping the most first, down to
+    def shed(self, sessions: Mapping[int, Session]) -> None:
+        """Give up results, the owners keeping the most first (class docstring), down to
         :data:`KEPT_BYTES_AFTER_SHED` in all."""
-        for session in sorted(sessions, key=_most_first):
-            excess = self.total - KEPT_BYTES_AFTER_SHED
-            if excess <= 0:
-                return
-            self.total -= session.give_up(excess)
+        owners: dict[int, list[Session]] = {}
+        kept: dict[int, int] = {}
+        for sid, session in sessions.items():
+            if session.kept_bytes:
+                owner = owner_of(sid) if sid > CLIENT_SESSION_BASE else -1 - sid
+                owners.setdefault(owner, []).append(session)
+                kept[owner] = kept.get(owner, 0) + session.kept_bytes
+        for owner in sorted(owners, key=lambda o: -kept[o]):
+            for session in sorted(owners[owner], key=_most_first):
+                excess = self.total - KEPT_BYTES_AFTER_SHED
+                if excess <= 0:
+                    return
+                self.total -= session.give_up(excess)
 
     def rebuild(self, sessions: Mapping[int, Session]) -> None:
         """Count again from the sessions' results (after a snapshot was installed), and
@@ -209,7 +221,7 @@ class KeptResults:
                 session.give_up(over)
             self.total += session.kept_bytes
         if self.total > KEPT_BYTES:
-            self.shed(sessions.values())
+            self.shed(sessions)
 
 
 def _most_first(session: Session) -> int:

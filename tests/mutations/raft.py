@@ -251,11 +251,19 @@ MUTATIONS = [
         "handshake"),
     Mutation(
         "claim-bytes-feature-unrequired", "lazily_queue/raft/features.py",
-        "TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE})",
-        "TAKE_BYTES_FEATURE})",
+        "TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE,\n",
+        "TAKE_BYTES_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member leasing more than a claim's session keeps room for is refused at the "
+        "handshake"),
+    Mutation(
+        "kept-by-owner-feature-unrequired", "lazily_queue/raft/features.py",
+        "                               KEPT_BY_OWNER_FEATURE})",
+        "                               })",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member shedding kept results by session rather than by client is refused at the "
         "handshake"),
     Mutation(
         "batch-half-proposed", "lazily_queue/raft/calls.py",

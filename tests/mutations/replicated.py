@@ -108,7 +108,7 @@ MUTATIONS = [
         "a result over a session's bytes is answered in full but not kept"),
     Mutation(
         "sessions-keep-results-past-all-bytes", "lazily_queue/replicated/session_results.py",
-        "            self.shed(sessions.values())\n\n    def freed",
+        "            self.shed(sessions)\n\n    def freed",
         "            pass\n\n    def freed",
         ("tests/replicated/test_session_kept_bytes.py",),
         "all sessions together keep at most KEPT_BYTES of results"),
@@ -336,4 +336,12 @@ MUTATIONS = [
         ("tests/replicated/test_claim_bytes.py::"
          "test_a_claim_under_expiry_rules_skips_the_expired_and_stops_at_the_bound",),
         "a claim under expiry rules stops at the bytes its session keeps"),
+    Mutation(
+        "kept-shed-by-session", "lazily_queue/replicated/session_results.py",
+        "owner = owner_of(sid) if sid > CLIENT_SESSION_BASE else -1 - sid",
+        "owner = sid",
+        ("tests/replicated/test_kept_by_owner.py::"
+         "test_a_client_spreading_results_over_many_sessions_gives_up_its_own",),
+        "a client spreading kept results over many sessions gives up its own before "
+        "another client's"),
 ]
