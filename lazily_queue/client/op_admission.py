@@ -15,7 +15,7 @@ from ..replicated import ops
 from . import protocol as P
 from .batching import PendingOp
 from .connection import ClientConnection
-from .op_shapes import CONTAINER_BYTES, containers, shape_problem
+from .op_shapes import CONTAINER_BYTES, op_containers, shape_problem
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -63,20 +63,20 @@ def admitted_op(node: Node, conn: ClientConnection, rid: int, frame: list[Any]) 
 def admit(node: Node, code: int, args: list[Any]) -> int:
     """Refuse an op whose names (its subscriber's or worker's included) break the
     name rule, which holds more containers than the member's message limit allows
-    (:func:`.op_shapes.containers`), or which would create an object beyond the
+    (:func:`.op_shapes.op_containers`), or which would create an object beyond the
     member's ``max_objects`` or a subscription beyond its ``max_subscribers``
     (:mod:`..names`); the containers it holds."""
     problem = (shape_problem(code, args) or op_name_problem(code, args)
                or op_member_problem(code, args))
     if problem is not None:
         raise P.RequestRefused(f"{ops.op_name(code)}: {problem}; nothing was applied")
-    most = node.max_message_bytes // CONTAINER_BYTES
-    held = containers(args, most)
+    held, most = op_containers(code, args, node.max_message_bytes // CONTAINER_BYTES)
     if held > most:
         raise MessageTooLarge(
             f"{ops.op_name(code)}: the operation holds more than {most} lists, tuples, "
             f"dicts and sets (one per {CONTAINER_BYTES} bytes of this cluster's "
-            f"{node.max_message_bytes}-byte max_message_bytes); flatten the value or "
+            f"{node.max_message_bytes}-byte max_message_bytes; a give-back, what a take "
+            "may answer besides); flatten the value or "
             "encode it (bytes or str); nothing was applied", size=None,
             limit=node.max_message_bytes)
     refusal = op_cap_refusal(node.view, code, args, node.max_objects, node.max_subscribers)

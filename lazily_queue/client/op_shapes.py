@@ -14,10 +14,11 @@ billions of ids would hold every member in that op's apply. A settlement of seve
 deliveries names each once: every repeat of a settled one is answered with its receipt,
 so a megabyte naming one id a million times cost every member seconds of apply and its
 client session a result of hundreds of megabytes. An op's arguments hold at most one
-list, tuple, dict or set per :data:`CONTAINER_BYTES` bytes of the message limit
-(:func:`containers`): checking, encoding and decoding each costs every member about a
-microsecond and 64 bytes or more of memory, so a megabyte of empty lists held the
-proposing member's event loop for seconds (its leadership lost) and took 70 MB on each.
+list, tuple, dict or set per :data:`CONTAINER_BYTES` bytes of the message limit (a
+give-back, what a take may answer besides: :func:`op_containers`): checking, encoding
+and decoding each costs every member about a microsecond and 64 bytes or more of
+memory, so a megabyte of empty lists held the proposing member's event loop for
+seconds (its leadership lost) and took 70 MB on each.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..core import ids
 from ..core.topic import Durability
 from ..errors import shown
 from ..replicated import ops
+from ..replicated.take_bytes import TAKE_BYTES
 
 #: Argument kinds: any value, a string, an int (not a bool), an int >= 0 (>= 1), a list, a
 #: list of ints (ids; None where it means every one), a time (a finite number of ms
@@ -148,6 +150,20 @@ def containers(args: list[Any], limit: int) -> int:
 
 #: The give-backs: ``[name, values, runs, ...]``, the runs covering the values.
 _GIVE_BACKS = frozenset({ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_UNPOP_HEADERS})
+#: Every op giving popped elements back: its values may be a whole take's.
+_GIVING_BACK = frozenset({ops.QUEUE_UNPOP, ops.QUEUE_UNPOP_MANY, *_GIVE_BACKS})
+#: The containers a take's values hold at most besides its first's: each counts 64 bytes
+#: or more of the take's bound (:data:`~..replicated.take_bytes.TAKE_BYTES`).
+TAKE_CONTAINERS = TAKE_BYTES // 64
+
+
+def op_containers(code: int, args: list[Any], most: int) -> tuple[int, int]:
+    """The containers op ``code``'s ``args`` hold (:func:`containers`) and how many it
+    may: ``most``, or for a give-back, what the take it gives back may hold (its values
+    counted, not the id runs and headers describing them)."""
+    if code in _GIVING_BACK:
+        return containers(args[:2], most + TAKE_CONTAINERS), most + TAKE_CONTAINERS
+    return containers(args, most), most
 
 
 def _runs_problem(values: list[Any], runs: Any) -> str | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lazily_queue import Credentials, connect
+from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
 from lazily_queue.client.batching import PendingOp, group
 from lazily_queue.client.op_shapes import CONTAINER_BYTES, containers
 from lazily_queue.errors import MessageTooLarge
@@ -41,6 +41,22 @@ async def test_a_push_of_too_many_containers_is_refused_and_a_flat_one_taken() -
         await node.barrier()
         assert [len(v) for v in node.view.queue("q").elements()] == [  # type: ignore[union-attr]
             most - 1, 10_000]
+
+
+async def test_a_give_back_of_a_take_holding_more_containers_than_a_push_is_taken() -> None:
+    access = ClientAccess([ClientGrant("web", TOKEN, produce=["q"], consume=["q"])])
+    async with one_member(access, max_message_bytes=64 * 1024) as node:
+        assert node.listen is not None
+        async with connect(node.listen, Credentials("web", TOKEN), op_timeout=5) as client:
+            q = client.queue("q")
+            value = [[] for _ in range(1000)]
+            for _ in range(8):  # 8,008 containers in all, a push may hold 4,096
+                await q.push(value)
+            taken = await q.pop_messages(8)
+            assert len(taken) == 8
+            await q.give_back(taken)
+        await node.barrier()
+        assert node.view.queue("q").len() == 8  # type: ignore[union-attr]
 
 
 def test_ops_holding_many_containers_group_by_their_count() -> None:

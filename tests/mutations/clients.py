@@ -140,6 +140,13 @@ MUTATIONS = [
          "test_a_push_of_too_many_containers_is_refused_and_a_flat_one_taken",),
         "a member refuses a client op holding more containers than its message limit allows"),
     Mutation(
+        "client-give-back-containers-as-a-push", "lazily_queue/client/op_shapes.py",
+        "    if code in _GIVING_BACK:\n",
+        "    if False:\n",
+        ("tests/client/test_client_containers.py::"
+         "test_a_give_back_of_a_take_holding_more_containers_than_a_push_is_taken",),
+        "a client gives back a take whose values hold more containers than a push may"),
+    Mutation(
         "client-op-containers-grouped-by-bytes", "lazily_queue/client/batching.py",
         "        size = max(len(cbor2.dumps(message)), op.containers * CONTAINER_BYTES)\n",
         "        size = len(cbor2.dumps(message))\n",
