@@ -232,6 +232,22 @@ async def test_the_scheduler_yields_to_the_loop_between_large_turns() -> None:
     assert s.seqs(1) == list(range(TURN_OPS + 1, TURN_OPS + 41))
 
 
+async def test_the_scheduler_yields_to_the_loop_between_turns_of_many_containers() -> None:
+    s = _Scheduler(window=10_000)
+
+    def proposed() -> list[int]:
+        return [seq for k in range(len(s.proposed)) for seq in s.seqs(k)]
+
+    s.sched.add("a", 7, [PendingOp(seq, seq, 1, ops.QUEUE_PUSH, ["q", []], 10.0, 30_000)
+                         for seq in range(1, 6)])  # type: ignore[arg-type]
+    assert proposed() == [1, 2]  # 60,000 containers in this step, 90,000 would not fit
+    await _until(lambda: len(proposed()) == 5, "the rest is proposed in later steps")
+    assert proposed() == [1, 2, 3, 4, 5]
+    await asyncio.sleep(0)
+    s.sched.add("b", 7, [PendingOp(9, 9, 9, ops.QUEUE_PUSH, ["q", []], 10.0, 100_000)])  # type: ignore[arg-type]
+    assert proposed()[-1] == 9  # the first op of a step goes whatever it holds
+
+
 async def test_each_clients_ops_are_proposed_in_order_under_the_session_read() -> None:
     s = _Scheduler(window=3)
     s.add("a", 1, 2, session=5)

@@ -147,6 +147,13 @@ MUTATIONS = [
          "test_a_give_back_of_a_take_holding_more_containers_than_a_push_is_taken",),
         "a client gives back a take whose values hold more containers than a push may"),
     Mutation(
+        "client-turns-unbounded-in-containers", "lazily_queue/client/fair.py",
+        "            if held > TURN_CONTAINERS and (k or before):\n",
+        "            if False:\n",
+        ("tests/client/test_client_fairness.py::"
+         "test_the_scheduler_yields_to_the_loop_between_turns_of_many_containers",),
+        "a member proposes at most about 65,536 containers of client ops per loop step"),
+    Mutation(
         "client-op-containers-grouped-by-bytes", "lazily_queue/client/batching.py",
         "        size = max(len(cbor2.dumps(message)), op.containers * CONTAINER_BYTES)\n",
         "        size = len(cbor2.dumps(message))\n",
