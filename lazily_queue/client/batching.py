@@ -11,7 +11,7 @@ An op goes alone (as ``CLIENT_OP``, whose checks then name it) when it is a tran
 (``TXN``, whose messages are not counted here) or its message is over
 the cluster's message limit (or, not ``bytes``, ``str`` or a number, near it); a group
 is closed before its messages reach :data:`GROUP_SHARE` of the command limit (an op
-counting at least :data:`~.op_shapes.CONTAINER_BYTES` for each container it holds, so a
+counting at least :data:`~..raft.values.CONTAINER_BYTES` for each container it holds, so a
 group holds few of them, however small their encoding); a group
 the replica refuses (a value outside the value model, an encoding over the limit) is
 proposed again one op at a time, so the refusal reaches only the op that caused it.
@@ -29,8 +29,8 @@ from typing import Any
 
 import cbor2
 
+from ..raft.values import CONTAINER_BYTES
 from ..replicated import ops
-from .op_shapes import CONTAINER_BYTES
 
 #: The share of the replicated command limit one group's messages may take.
 GROUP_SHARE = 0.5

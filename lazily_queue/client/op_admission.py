@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import MessageTooLarge
 from ..names import op_cap_refusal, op_member_problem, op_name_problem
+from ..raft.values import CONTAINER_BYTES, too_many_containers
 from ..replicated import ops
 from . import protocol as P
 from .batching import PendingOp
 from .connection import ClientConnection
-from .op_shapes import CONTAINER_BYTES, op_containers, shape_problem
+from .op_shapes import op_containers, shape_problem
 
 if TYPE_CHECKING:
     from ..node import Node
@@ -72,13 +72,8 @@ def admit(node: Node, code: int, args: list[Any]) -> int:
         raise P.RequestRefused(f"{ops.op_name(code)}: {problem}; nothing was applied")
     held, most = op_containers(code, args, node.max_message_bytes // CONTAINER_BYTES)
     if held > most:
-        raise MessageTooLarge(
-            f"{ops.op_name(code)}: the operation holds more than {most} lists, tuples, "
-            f"dicts and sets (one per {CONTAINER_BYTES} bytes of this cluster's "
-            f"{node.max_message_bytes}-byte max_message_bytes; a give-back, what a take "
-            "may answer besides); flatten the value or "
-            "encode it (bytes or str); nothing was applied", size=None,
-            limit=node.max_message_bytes)
+        raise too_many_containers(ops.op_name(code), most, node.max_message_bytes,
+                                  "; a give-back, what a take may answer besides")
     refusal = op_cap_refusal(node.view, code, args, node.max_objects, node.max_subscribers)
     if refusal is not None:
         raise refusal

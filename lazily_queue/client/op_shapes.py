@@ -14,7 +14,7 @@ billions of ids would hold every member in that op's apply. A settlement of seve
 deliveries names each once: every repeat of a settled one is answered with its receipt,
 so a megabyte naming one id a million times cost every member seconds of apply and its
 client session a result of hundreds of megabytes. An op's arguments hold at most one
-list, tuple, dict or set per :data:`CONTAINER_BYTES` bytes of the message limit (a
+list, tuple, dict or set per :data:`~..raft.values.CONTAINER_BYTES` bytes of the message limit (a
 give-back, what a take may answer besides: :func:`op_containers`): checking, encoding
 and decoding each costs every member about a microsecond and 64 bytes or more of
 memory, so a megabyte of empty lists held the proposing member's event loop for
@@ -30,6 +30,7 @@ from typing import Any
 from ..core import ids
 from ..core.topic import Durability
 from ..errors import shown
+from ..raft.values import containers
 from ..replicated import ops
 from ..replicated.take_bytes import TAKE_BYTES
 
@@ -124,29 +125,6 @@ _AFTER_NAME: dict[int, tuple[str, ...]] = {
     ops.WORK_PUSH_OPTIONS: (ANY, TIME, ANY),
     ops.WORK_DECLARE_OPTIONS: (ANY, ANY, ANY),
 }
-
-#: The message-limit bytes that allow one container (list, tuple, dict, set) in an op.
-CONTAINER_BYTES = 16
-_CONTAINERS = (list, tuple, dict, set)
-
-
-def containers(args: list[Any], limit: int) -> int:
-    """How many lists, tuples, dicts and sets ``args`` hold (``args`` itself not
-    counted); once past ``limit``, a count past it (counting stops)."""
-    count = 0
-    level: list[Any] = [args]
-    while level:
-        below: list[Any] = []
-        for container in level:
-            items = container.values() if type(container) is dict else container
-            if not set(map(type, items)).isdisjoint(_CONTAINERS):
-                below += [item for item in items if type(item) in _CONTAINERS]
-        count += len(below)
-        if count > limit:
-            return count
-        level = below
-    return count
-
 
 #: The give-backs: ``[name, values, runs, ...]``, the runs covering the values.
 _GIVE_BACKS = frozenset({ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_UNPOP_HEADERS})

@@ -91,11 +91,13 @@ def encode_op(seq: int, code: int, args: list[Any]) -> bytes:
 
 def encode_checked_op(
     seq: int, code: int, args: list[Any], *, max_bytes: int, name: str,
-    message_limit: int | None = None,
+    message_limit: int | None = None, container_limit: int | None = None,
 ) -> bytes:
     """Encode one op that every replica will decode, or refuse it at the call (``name``
     names the op in the errors). With ``message_limit`` the op's last argument is a
-    user's message, refused over that many bytes.
+    user's message, refused over that many bytes; with ``container_limit`` (a
+    ``max_message_bytes``) the op is refused past one list, tuple, dict or set per
+    :data:`~.values.CONTAINER_BYTES` bytes of it (:func:`~.values.scan`).
 
     Raises :class:`~lazily_queue.errors.UnsupportedValue` for a value outside the value
     model (:mod:`.values`: its type, a map key, nesting deeper than the limit...) and
@@ -103,7 +105,8 @@ def encode_checked_op(
     or an op over ``max_bytes`` whatever its sequence number (see :func:`with_seq`).
     """
     simple = values.plain_rows(args, max_items=max_bytes)
-    tuples = False if simple else values.scan(args, max_items=max_bytes, name=name)
+    tuples = False if simple else values.scan(args, max_items=max_bytes, name=name,
+                                              container_limit=container_limit)
     op = [seq, code, *args]
     try:
         encoded = values.dumps(op, tuples=True) if tuples else cbor2.dumps(op)

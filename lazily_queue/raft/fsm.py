@@ -40,3 +40,8 @@ class FSM(Protocol):
     def carries_message(self, code: int) -> bool:
         """Whether op ``code``'s last argument is a user's message, bounded by the
         replica's ``max_message_bytes``."""
+
+    def bounds_containers(self, code: int) -> bool:
+        """Whether op ``code`` holds at most one list, tuple, dict or set per
+        :data:`~.values.CONTAINER_BYTES` bytes of ``max_message_bytes`` when this member
+        proposes it (a message of its own)."""

@@ -107,7 +107,7 @@ class Replica(ReplicaWaiters):
             on_state=self._on_state,
         )
         #: Per op code: its name and the message limit its last argument obeys (or None).
-        self._op_kinds: dict[int, tuple[str, int | None]] = {}
+        self._op_kinds: dict[int, tuple[str, int | None, int | None]] = {}
         self._max_op_bytes = self.config.max_command_bytes - 1024
         self.session = self.rng.getrandbits(62) + 1
         self._next_seq = 1
@@ -156,12 +156,12 @@ class Replica(ReplicaWaiters):
     def _encode(self, seq: int, code: int, args: list[Any]) -> bytes:
         kind = self._op_kinds.get(code)
         if kind is None:
-            config = self.config
+            limit = self.config.max_message_bytes
             kind = self._op_kinds[code] = (
-                self.fsm.op_name(code),
-                config.max_message_bytes if self.fsm.carries_message(code) else None)
-        return encode_checked_op(
-            seq, code, args, max_bytes=self._max_op_bytes, name=kind[0], message_limit=kind[1])
+                self.fsm.op_name(code), limit if self.fsm.carries_message(code) else None,
+                limit if self.fsm.bounds_containers(code) else None)
+        return encode_checked_op(seq, code, args, max_bytes=self._max_op_bytes, name=kind[0],
+                                 message_limit=kind[1], container_limit=kind[2])
 
     def cancel(self, p: Proposal) -> None:
         """The waiter is gone: drop ``p`` if it cannot have been applied, else orphan it."""

@@ -54,14 +54,52 @@ def unsupported(name: str, reason: str) -> UnsupportedValue:
     )
 
 
-def scan(args: list[Any], *, max_items: int, name: str) -> bool:
+#: The message-limit bytes that allow one container (list, tuple, dict, set) in an op:
+#: checking, encoding and decoding each costs every member about a microsecond.
+CONTAINER_BYTES = 16
+
+
+def containers(args: list[Any], limit: int) -> int:
+    """How many lists, tuples, dicts and sets ``args`` hold (``args`` itself not
+    counted); once past ``limit``, a count past it (counting stops)."""
+    count = 0
+    level: list[Any] = [args]
+    while level:
+        below: list[Any] = []
+        for container in level:
+            items = container.values() if type(container) is dict else container
+            if not set(map(type, items)).isdisjoint(_CONTAINERS):
+                below += [item for item in items if type(item) in _CONTAINERS]
+        count += len(below)
+        if count > limit:
+            return count
+        level = below
+    return count
+
+
+def too_many_containers(name: str, most: int, message_limit: int,
+                        besides: str = "") -> MessageTooLarge:
+    """The refusal of an op holding more than ``most`` containers."""
+    return MessageTooLarge(
+        f"{name}: the operation holds more than {most} lists, tuples, dicts and sets (one "
+        f"per {CONTAINER_BYTES} bytes of this cluster's {message_limit}-byte "
+        f"max_message_bytes{besides}); flatten the value or encode it (bytes or str); "
+        "nothing was applied", size=None, limit=message_limit)
+
+
+def scan(args: list[Any], *, max_items: int, name: str,
+         container_limit: int | None = None) -> bool:
     """Check every value in ``args`` against the model, level by level; return whether a
     tuple occurs (the encoding then tags them).
 
     Raises :class:`UnsupportedValue` naming the first offending type, and
-    :class:`MessageTooLarge` past ``max_items`` items (each encodes to at least a byte).
+    :class:`MessageTooLarge` past ``max_items`` items (each encodes to at least a byte)
+    or, with ``container_limit`` (a ``max_message_bytes``), past one list, tuple, dict or
+    set per :data:`CONTAINER_BYTES` bytes of it.
     """
     budget = max_items
+    most = None if container_limit is None else container_limit // CONTAINER_BYTES
+    held = 0
     level: list[Any] = [args]
     depth = 1
     tuples = False
@@ -93,6 +131,10 @@ def scan(args: list[Any], *, max_items: int, name: str) -> bool:
                 _check_keys(container, name, "set element")
             elif not kinds.isdisjoint(_CONTAINERS):
                 below += [item for item in items if type(item) in _CONTAINERS]
+        held += len(below)
+        if most is not None and held > most:
+            assert container_limit is not None
+            raise too_many_containers(name, most, container_limit)
         level = below
         depth += 1
     return tuples

@@ -393,6 +393,11 @@ class StateMachine(StateSnapshots):
     def op_name(self, code: int) -> str:
         return op_name(code)
 
+    def bounds_containers(self, code: int) -> bool:
+        """A message op of the member's own (a client's ops are bounded where its member
+        admits them, a give-back with what a take may answer)."""
+        return code in MESSAGE_OPS
+
     def carries_message(self, code: int) -> bool:
         """A message op, or a client's op (its last argument is its inner op's last:
         the message of a push or publish, small for the others)."""

@@ -10,8 +10,8 @@ import pytest
 
 from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
 from lazily_queue.client.batching import PendingOp, group
-from lazily_queue.client.op_shapes import CONTAINER_BYTES, containers
 from lazily_queue.errors import MessageTooLarge
+from lazily_queue.raft.values import CONTAINER_BYTES, containers
 from lazily_queue.replicated import ops
 from tests.client.one_member import TOKEN, one_member
 

@@ -6,6 +6,13 @@ from .mutation import DISK, Mutation
 
 MUTATIONS = [
     Mutation(
+        "member-message-containers-unbounded", "lazily_queue/raft/values.py",
+        "        if most is not None and held > most:\n",
+        "        if False:\n",
+        ("tests/raft/test_large_messages.py::"
+         "test_a_members_message_holds_one_container_per_16_bytes_of_the_limit",),
+        "a member's own message holds one container per 16 bytes of max_message_bytes"),
+    Mutation(
         "release-before-fsync", "lazily_queue/raft/pipeline.py",
         "        if not self._held and self._written == self._synced and self.stall is None:\n"
         "            return [ready]",

@@ -123,3 +123,28 @@ async def test_a_frame_over_the_limit_closes_the_link_only() -> None:
         assert driver.bad_frames == bad + 1
         assert closed and closed[0][0] == "2" and "exceeds" in closed[0][1]
         await node.queue("q").push("still serving")
+
+
+async def test_a_members_message_holds_one_container_per_16_bytes_of_the_limit() -> None:
+    """A web app that pushes what it was posted: a megabyte of empty lists would hold its
+    member's event loop for a second (its leadership lost on the way); refused at the
+    call instead, before anything is encoded or proposed."""
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        most = MiB // 16
+        pushes = (node.queue("q").push, node.topic("t").publish, node.work_queue("w").push)
+        for push in pushes:
+            await push(0)  # declared
+        proposed = node.driver.replica.proposals
+        for push in pushes:
+            with pytest.raises(MessageTooLarge, match=f"more than {most} lists, tuples, dicts "
+                               "and sets .* flatten the value or encode it"):
+                await push([[] for _ in range(most)])  # and the value itself: one more
+        with pytest.raises(MessageTooLarge, match="more than 65536 lists"):
+            await node.queue("q").push_many([1, {"k": [[0]] * MiB}])
+        assert node.driver.replica.proposals == proposed  # nothing was proposed
+        q = node.queue("q")
+        await q.push([[] for _ in range(most - 1)])  # at the bound: replicated as any
+        await q.push({"rows": [{"id": n} for n in range(most - 2)]})
+        taken = [await q.pop() for _ in range(3)]
+        assert taken[0] == 0 and len(taken[1]) == most - 1 and len(taken[2]["rows"]) == most - 2
