@@ -16,6 +16,7 @@ import os
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -53,26 +54,22 @@ def seconds(text: str) -> float:
     return value
 
 
-def position(text: str) -> int:
-    """An argparse type: a position in a listing, an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a position (an integer >= 0)")
-    return value
+def _int_in(low: int, high: int | None, what: str) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to ``high`` (``None``: no end)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    return parse
 
 
-def page_size(text: str) -> int:
-    """An argparse type: how many rows a page lists, 1 to 1000."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 1000:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a page size (an integer in 1..1000)")
-    return value
+#: A position in a listing; how many rows a page lists.
+position = _int_in(0, None, "a position (an integer >= 0)")
+page_size = _int_in(1, 1000, "a page size (an integer in 1..1000)")
 
 
 def refuse_port_zero(source: str, http: tuple[str, int] | None) -> None:
