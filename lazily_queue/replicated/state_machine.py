@@ -394,9 +394,9 @@ class StateMachine(StateSnapshots):
         return op_name(code)
 
     def bounds_containers(self, code: int) -> bool:
-        """A message op of the member's own (a client's ops are bounded where its member
-        admits them, a give-back with what a take may answer)."""
-        return code in MESSAGE_OPS
+        """A message op or a transaction of the member's own (a client's ops are bounded
+        where its member admits them, a give-back with what a take may answer)."""
+        return code in MESSAGE_OPS or code == TXN
 
     def carries_message(self, code: int) -> bool:
         """A message op, or a client's op (its last argument is its inner op's last:

@@ -142,6 +142,10 @@ async def test_a_members_message_holds_one_container_per_16_bytes_of_the_limit()
                 await push([[] for _ in range(most)])  # and the value itself: one more
         with pytest.raises(MessageTooLarge, match="more than 65536 lists"):
             await node.queue("q").push_many([1, {"k": [[0]] * MiB}])
+        with pytest.raises(MessageTooLarge, match="more than 65536 lists"):
+            async with node.transaction() as tx:  # a transaction's ops count together
+                tx.push(node.queue("q"), [[] for _ in range(most // 2)])
+                tx.publish(node.topic("t"), [[] for _ in range(most // 2)])
         assert node.driver.replica.proposals == proposed  # nothing was proposed
         q = node.queue("q")
         await q.push([[] for _ in range(most - 1)])  # at the bound: replicated as any
