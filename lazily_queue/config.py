@@ -112,6 +112,7 @@ from .core.numbers import FOREVER
 from .errors import InvalidConfiguration, shown
 from .metrics_names import DEFAULT_NAMED_OBJECTS
 from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS
+from .node_settings import peer_address_problem
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from .small_files import read_bounded
 
@@ -304,16 +305,9 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         )
     check_address(listen, fail, "`listen`", listening=True, node_id=node_id)
     for peer, address in peers.items():
-        if address == listen:
-            raise fail(f"peer {peer} has this node's own listen address {shown(listen)}; "
-                       f"if this node is {peer}, set `id = {peer}`, else give it its own "
-                       "`listen` address")
         check_address(address, fail, f"peer {peer}", listening=False, node_id=peer)
-    owners: dict[str, int] = {}
-    for peer, address in peers.items():
-        if address in owners:
-            raise fail(f"peers {owners[address]} and {peer} share the address {shown(address)}")
-        owners[address] = peer
+    if problem := peer_address_problem(node_id, listen, peers, "set `id = {peer}`"):
+        raise fail(problem)
     secret_env, secret_file = doc.get("secret_env"), doc.get("secret_file")
     if (secret_env is None) == (secret_file is None):
         raise fail(

@@ -59,7 +59,7 @@ from .names import DEFAULT_MAX_OBJECTS, DEFAULT_MAX_SUBSCRIBERS, check_max_objec
 from .node_cells import NodeCells
 from .node_cluster import NodeCluster
 from .node_network import mesh_network
-from .node_settings import check_data_dir, check_peer_addresses, check_settings
+from .node_settings import check_data_dir, check_settings, peer_address_problem
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -154,8 +154,9 @@ class Node(NodeCells, NodeCluster):
         peer_map = {str(k): str(v) for k, v in (peers or {}).items()}
         if self.node_id in peer_map:
             listen = listen or peer_map.pop(self.node_id)
-        if network is None:
-            check_peer_addresses(self.node_id, listen, peer_map)
+        if network is None and (problem := peer_address_problem(
+                self.node_id, listen, peer_map, "give it id {peer}")):
+            raise InvalidConfiguration(problem)
         self.peers = peer_map
         self.listen = listen
         self._links = None if network is not None else LinkSettings(

@@ -62,19 +62,21 @@ def check_data_dir(data_dir: Any, durability: str) -> None:
                                    f"{shown(data_dir)}")
 
 
-def check_peer_addresses(node_id: str, listen: str | None, peers: Mapping[str, str]) -> None:
-    """Over real links, no other peer is listed at this node's own ``listen`` address and
-    no two peers share one (either would dial the wrong process)."""
-    owners: dict[str, str] = {}
+def peer_address_problem(node_id: object, listen: str | None,
+                         peers: Mapping[Any, str], own_id: str) -> str | None:
+    """Why the addresses of ``peers`` would dial the wrong process: another peer listed
+    at this node's own ``listen`` address, or two peers at one address; ``None`` when
+    they would not. ``own_id`` says how to give this node id ``{peer}``."""
+    owners: dict[str, object] = {}
     for peer, address in peers.items():
-        if peer == node_id:
+        if str(peer) == str(node_id):
             continue
         if address == listen:
-            raise InvalidConfiguration(
-                f"peer {peer} has this node's own listen address {shown(listen)}; if this "
-                f"node is {peer}, give it id {peer}, else its own `listen` address")
+            return (f"peer {peer} has this node's own listen address {shown(listen)}; if "
+                    f"this node is {peer}, {own_id.format(peer=peer)}, else give it its own "
+                    "`listen` address")
         if address in owners:
-            raise InvalidConfiguration(
-                f"peers {owners[address]} and {peer} share the address {shown(address)}; "
-                "give each member its own")
+            return (f"peers {owners[address]} and {peer} share the address {shown(address)}; "
+                    "give each member its own")
         owners[address] = peer
+    return None

@@ -41,7 +41,7 @@ from collections import OrderedDict
 from collections.abc import Generator, Sequence
 from typing import Any
 
-from lazily_transports import LinkConfig, SchemeTable
+from lazily_transports import LinkConfig, SchemeTable, scheme_of
 
 from ..cells.job import settle_background_acks
 from ..cells.prefetch import return_taken
@@ -96,7 +96,7 @@ def _refuse_tls_without_context(addresses: Sequence[str]) -> None:
     """A ``tls://`` or ``wss://`` member is dialled only with an ``ssl_context``: refuse
     such an address without one before anything runs."""
     for address in addresses:
-        if address.partition(":")[0].lower() in ("tls", "wss"):
+        if scheme_of(address) in ("tls", "wss"):
             raise InvalidConfiguration(
                 f"cannot connect to {address!r} without TLS settings: pass "
                 "ssl_context= (an ssl.SSLContext that trusts the members' CA, e.g. "

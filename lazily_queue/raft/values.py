@@ -98,7 +98,6 @@ def scan(args: list[Any], *, max_items: int, name: str,
     set per :data:`CONTAINER_BYTES` bytes of it.
     """
     budget = max_items
-    most = None if container_limit is None else container_limit // CONTAINER_BYTES
     held = 0
     level: list[Any] = [args]
     depth = 1
@@ -132,9 +131,9 @@ def scan(args: list[Any], *, max_items: int, name: str,
             elif not kinds.isdisjoint(_CONTAINERS):
                 below += [item for item in items if type(item) in _CONTAINERS]
         held += len(below)
-        if most is not None and held > most:
-            assert container_limit is not None
-            raise too_many_containers(name, most, container_limit)
+        if container_limit is not None and held > container_limit // CONTAINER_BYTES:
+            raise too_many_containers(name, container_limit // CONTAINER_BYTES,
+                                      container_limit)
         level = below
         depth += 1
     return tuples

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from lazily_queue.cli import main
+from tests.canned_server import canned_server
 
 #: What a node's Raft or client port sends first: not an HTTP status line.
 NOT_HTTP = b"\xa3kprotocol_idjlazily-ipc\x00\x01garbage\r\n\r\n"
@@ -19,30 +18,8 @@ HTML = (b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r
 
 
 def serve(answer: bytes) -> Iterator[str]:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    stop = threading.Event()
-
-    def loop() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                conn.sendall(answer)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        server.shutdown(socket.SHUT_RDWR)  # wakes the accept()
-        server.close()
-        thread.join(timeout=5)
+    with canned_server(answer) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

@@ -8,15 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import socket
 import ssl
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from lazily_queue import Credentials, Unreachable, connect
+from tests.canned_server import canned_server
 from tests.client.limits_cluster import limited_cluster
 from tests.client.test_client_cluster import TOKEN
 
@@ -35,28 +34,8 @@ def http_server() -> Iterator[str]:
 @contextlib.contextmanager
 def answering(status: bytes) -> Iterator[str]:
     """A ``tcp://`` address where every connection is answered ``status``."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-
-    def loop() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\nno")
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        server.shutdown(socket.SHUT_RDWR)
-        server.close()
-        thread.join(timeout=5)
+    with canned_server(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\nno") as port:
+        yield f"tcp://127.0.0.1:{port}"
 
 
 def refusals(caplog: pytest.LogCaptureFixture, address: str) -> int:

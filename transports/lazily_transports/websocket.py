@@ -319,15 +319,13 @@ class WebSocketTransport(Transport):
                 open_timeout=None,
                 create_connection=CountingClientConnection,
             )
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            if status < 500:  # an answer that retrying does not change (a proxy's 5xx may)
-                body = exc.response.body.decode("utf-8", "replace").strip()
-                said = shown(body.partition("\n")[0])
-                raise HandshakeError("handshake", f"WebSocket upgrade to {address} answered "
-                                     f"HTTP {status} {said}{HTTP_HINT}") from exc
-            raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
         except InvalidHandshake as exc:
+            # An HTTP answer below 500 does not change by retrying (a proxy's 5xx may).
+            if isinstance(exc, InvalidStatus) and exc.response.status_code < 500:
+                said = exc.response.body.decode("utf-8", "replace").strip().partition("\n")[0]
+                raise HandshakeError("handshake", f"WebSocket upgrade to {address} answered "
+                                     f"HTTP {exc.response.status_code} {shown(said)}"
+                                     f"{HTTP_HINT}") from exc
             raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
         return WebSocketChannel(ws, config, address, scheme)
 
