@@ -7,7 +7,7 @@ from .mutation import DISK, Mutation
 MUTATIONS = [
     Mutation(
         "member-message-containers-unbounded", "lazily_queue/raft/values.py",
-        "        if most is not None and held > most:\n",
+        "        if container_limit is not None and held > container_limit // CONTAINER_BYTES:\n",
         "        if False:\n",
         ("tests/raft/test_large_messages.py::"
          "test_a_members_message_holds_one_container_per_16_bytes_of_the_limit",),
