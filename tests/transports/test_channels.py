@@ -351,3 +351,24 @@ async def test_an_abort_drops_what_is_held_and_sent_bytes_bounds_what_left(
         assert received <= left - before
         if kind == "unix":
             assert received == (left - before) // (len(frame) + 4) * (len(frame) + 4)
+
+
+async def test_links_reading_at_once_keep_their_own_bytes(short_tmp: Any) -> None:
+    """Socket links of one thread read into one shared buffer: frames larger than it,
+    sent both ways on several links at once, arrive whole and unmixed."""
+    size = 3 * 256 * 1024 + 17
+    patterns = [bytes([k]) * 7 + bytes(range(256)) for k in range(4)]
+
+    def frame(k: int) -> bytes:
+        return (patterns[k] * (size // len(patterns[k]) + 1))[:size]
+
+    async def exchange(client: LinkStream, server: LinkStream, k: int) -> None:
+        sends = [asyncio.create_task(client.send(frame(k))),
+                 asyncio.create_task(server.send(frame(k + 1)))]
+        got = await asyncio.gather(server.receive(), client.receive())
+        await asyncio.gather(*sends)
+        assert got == [frame(k), frame(k + 1)]
+
+    async with channel_pair(address_for("unix", short_tmp)) as (a, b), \
+            channel_pair(address_for("tcp", short_tmp)) as (c, d):
+        await asyncio.gather(exchange(a, b, 0), exchange(c, d, 2))

@@ -25,6 +25,7 @@ import anyio
 from ._core._admission import AdmissionGate, accept_backlog
 from ._core._buffered import BufferedChannel
 from ._core._framing import FrameDecoder, frame_header
+from ._core._reads import read_buffer
 from ._core._reservation import FrameReservation
 from ._core._tls_admission import admits_before_tls, admitted_tls
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
@@ -46,8 +47,9 @@ _EAGER_FLUSH = 256 * 1024
 _CLOSE_GRACE = 1.0
 
 
-class SocketChannel(BufferedChannel, asyncio.Protocol):
-    """A DataChannel over a stream socket; it is its own asyncio protocol."""
+class SocketChannel(BufferedChannel, asyncio.BufferedProtocol):
+    """A DataChannel over a stream socket; it is its own asyncio protocol (reading into
+    its thread's shared buffer, see :mod:`._core._reads`)."""
 
     def __init__(
         self,
@@ -77,7 +79,7 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
         #: :attr:`sent_bytes` as it stood when :meth:`_abort` dropped the rest.
         self._sent_at_abort: int | None = None
 
-    # -- asyncio.Protocol ------------------------------------------------------------------
+    # -- asyncio.BufferedProtocol ----------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport = cast(asyncio.Transport, transport)  # uvloop's are not subclasses
@@ -98,7 +100,14 @@ class SocketChannel(BufferedChannel, asyncio.Protocol):
             self._on_connected(self)
             self._on_connected = None
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return read_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(read_buffer()[:nbytes]))
+
     def data_received(self, data: bytes) -> None:
+        """Bytes read from the socket (also what a wrapping protocol hands over)."""
         self.received_bytes += len(data)
         decoder = self._decoder
         decoder.max_frame_size = self.max_frame_size

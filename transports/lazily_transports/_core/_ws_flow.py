@@ -13,6 +13,7 @@ from websockets.asyncio.client import ClientConnection
 
 from ..frame_budget import FrameBudget
 from ._gated import GatedConnection
+from ._reads import read_buffer
 from ._reservation import FrameReservation
 from ._ws_frames import WsFrames
 
@@ -36,7 +37,10 @@ class Counting(asyncio.Protocol):
     when websockets stopped parsing frames in it): methods of the class, so an event
     loop keeping the protocol's bound methods (uvloop) calls them too. Once websockets
     stops parsing outside a read (it failed the connection when a message was taken),
-    ``chunk_read`` hears it at once, with no bytes and True."""
+    ``chunk_read`` hears it at once, with no bytes and True. The classes made with it
+    end their bases with :class:`asyncio.BufferedProtocol` (after websockets', whose
+    methods it must not hide), so they read into their thread's shared buffer
+    (:mod:`._reads`)."""
 
     chunk_read: Callable[[bytes, bool], None] | None = None
     frames: WsFrames | None = None
@@ -44,6 +48,12 @@ class Counting(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.frames = WsFrames()
         super().connection_made(transport)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return read_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(bytes(read_buffer()[:nbytes]))
 
     def data_received(self, data: bytes) -> None:
         frames = self.frames
@@ -71,13 +81,13 @@ class Counting(asyncio.Protocol):
         return True
 
 
-class CountingClientConnection(Counting, ClientConnection):
+class CountingClientConnection(Counting, ClientConnection, asyncio.BufferedProtocol):
     """A client connection whose channel counts the bytes of frames still arriving."""
 
 
 def counting(connection: type[GatedConnection]) -> type[GatedConnection]:
     """``connection`` (a server connection class) counting as :class:`Counting` does."""
-    return type(connection.__name__, (Counting, connection), {})
+    return type(connection.__name__, (Counting, connection, asyncio.BufferedProtocol), {})
 
 
 class WsReading:
