@@ -234,7 +234,8 @@ def test_size_is_checked_before_decoding() -> None:
 def test_values_bounds_bignums_and_decimals() -> None:
     big = 2 ** (8 * MAX_BIGNUM_BYTES) - 1
     assert _decode(VALUES, cbor2.dumps([big, -big - 1])) == [big, -big - 1]
-    with pytest.raises(UntrustedDataError, match="bignum of 513 bytes"):
+    with pytest.raises(UntrustedDataError,
+                       match=r"integer of 4104 bits \(a bignum of 513 bytes\) exceeds the 4,096"):
         _decode(VALUES, cbor2.dumps(big + 1))
     with pytest.raises(UntrustedDataError, match="bignum"):
         _decode(VALUES, _tag(3, cbor2.dumps("not bytes")))

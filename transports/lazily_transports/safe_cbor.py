@@ -120,7 +120,8 @@ def _bignum(negative: bool, value: Any, immutable: bool) -> int:
         raise _Refusal(f"a bignum must hold a byte string, not {type(value).__name__}")
     if len(value) > MAX_BIGNUM_BYTES:
         raise _Refusal(
-            f"bignum of {len(value)} bytes exceeds the {MAX_BIGNUM_BYTES}-byte limit"
+            f"an integer of {len(value) * 8} bits (a bignum of {len(value)} bytes) exceeds "
+            f"the {MAX_BIGNUM_BYTES * 8:,}-bit limit"
         )
     magnitude = int.from_bytes(value, "big")
     return -1 - magnitude if negative else magnitude
