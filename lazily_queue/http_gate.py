@@ -63,13 +63,14 @@ class _Gated(asyncio.Protocol):
             self.inner.connection_lost(exc)
 
 
-async def serve(factory: Callable[[], Any], host: str, port: int, gate: AdmissionGate
-                ) -> asyncio.Server:
-    """Listen on ``host:port`` with ``factory``'s protocols behind ``gate``."""
+async def serve(factory: Callable[[], Any], host: str, port: int, gate: AdmissionGate,
+                *, start_serving: bool = True) -> asyncio.Server:
+    """Listen on ``host:port`` with ``factory``'s protocols behind ``gate`` (with
+    ``start_serving=False``, bound but accepting only from ``start_serving()``)."""
     loop = asyncio.get_running_loop()
     return await loop.create_server(
         lambda: _Gated(cast(asyncio.Protocol, factory()), gate), host, port,
-        reuse_address=True)
+        reuse_address=True, start_serving=start_serving)
 
 
 #: Names that always mean this machine.

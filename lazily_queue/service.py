@@ -1,9 +1,7 @@
 """NodeService: one configured node as a process (``lazily-queue node --config FILE``).
 
 :meth:`NodeService.run` starts the node (which locks its data directory) and its HTTP
-monitor (status page ``/``, ``/status.json``, ``/metrics``; connections and Host names
-checked by :mod:`.http_gate`, connections closed after :data:`HTTP_IDLE_TIMEOUT` idle,
-malformed requests logged at a bounded rate by :mod:`.integrations.aiohttp_log`),
+monitor (:mod:`.service_http`: its port bound before the node starts),
 prints one ``ready`` line, waits up to ``startup_timeout`` for a leader, runs the
 configured ``[app]`` entry and serves until SIGTERM or SIGINT. After each snapshot it hands the C
 allocator's free pages back to the system (:mod:`.allocator`). Misconfiguration found on the way (a
@@ -30,9 +28,6 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
-from lazily_transports import AdmissionGate
-
-from . import http_gate
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import DataDirectoryLocked, disk_problem
@@ -46,6 +41,7 @@ from .link_trouble import (
 from .monitor import Monitor
 from .out_of_files import OutOfFiles
 from .raft.errors import StorageUnavailable
+from .service_http import HttpFront
 from .thaw_guard import ThawGuard
 
 if TYPE_CHECKING:
@@ -55,12 +51,6 @@ log = logging.getLogger(__name__)
 
 #: Seconds a refused handshake must stand, with no peer linked, before the start fails.
 FATAL_GRACE = 1.0
-#: Seconds an HTTP connection may sit idle or half-way through its request headers.
-HTTP_IDLE_TIMEOUT = 15.0
-#: Open HTTP connections in all, and from one IP address (see :mod:`.http_gate`).
-HTTP_MAX_CONNECTIONS = 256
-HTTP_MAX_PER_SOURCE = 32
-
 AppEntry = Callable[["Node", dict[str, Any]], Coroutine[Any, Any, None]]
 
 
@@ -83,8 +73,7 @@ class NodeService:
         self.node: Node | None = None
         self.monitor: Monitor | None = None
         self._stop = asyncio.Event()
-        self._http: Any = None
-        self._http_server: asyncio.Server | None = None
+        self._http = HttpFront(config)
         self._url: str | None = None
         self._announce: asyncio.Task[None] | None = None
         self._trim: asyncio.Task[None] | None = None
@@ -125,13 +114,14 @@ class NodeService:
             output.addFilter(files)
             output.addFilter(hints)
         try:
+            await self._http.bind()
             self.node = node = config.node(secret=secret)
             await self._start_node(node)
             self.monitor = Monitor(node, named_objects=config.metrics_named_objects)
             self.monitor.start()
             self._trim = asyncio.create_task(release_after_snapshots(node),
                                              name="lazily-allocator-trim")
-            url = self._url = await self._start_http(admin_token)
+            url = self._url = await self._http.start(node, self.monitor, admin_token)
             if self.freeze_when_started:
                 freeze_started_process()
                 guard = self.thaw_guard = ThawGuard(node)
@@ -216,48 +206,6 @@ class NodeService:
                 "running, stop it or give this node its own id and address"
             ) from None
 
-    async def _start_http(self, admin_token: str | None) -> str | None:
-        if self.config.http is None:
-            return None
-        try:
-            from aiohttp import web
-
-            from .integrations.aiohttp import MONITOR, NODE, add_monitor_routes, host_guard
-        except ImportError:
-            raise ConfigError(
-                f"{self.config.source}: `http` needs aiohttp: pip install -e '.[aiohttp]' "
-                "in the lazily-queue clone (or remove `http`)"
-            ) from None
-        assert self.node is not None and self.monitor is not None
-        host, port = self.config.http
-        names = http_gate.own_names(host, self.config.http_advertise)
-        app = web.Application(middlewares=[host_guard(names)])
-        app[NODE] = self.node
-        app[MONITOR] = self.monitor
-        add_monitor_routes(app, status_prefix="")
-        from .integrations.aiohttp_admin import add_admin_routes
-
-        advertised = self.config.http_advertise
-        add_admin_routes(app, admin_token, origins=() if advertised is None else (advertised,))
-        from .integrations.aiohttp_log import server_logger
-
-        runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT,
-                               logger=server_logger())
-        await runner.setup()
-        assert runner.server is not None
-        gate = AdmissionGate(HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_SOURCE, label="http")
-        try:
-            self._http_server = await http_gate.serve(runner.server, host, port, gate)
-        except OSError as exc:
-            await runner.cleanup()
-            raise ConfigError(
-                f"{self.config.source}: cannot serve HTTP on `http` = {host}:{port}: "
-                f"{exc.strerror or exc}; choose a free port"
-            ) from None
-        self._http = runner
-        bound = self._http_server.sockets[0].getsockname()[1]
-        return f"http://{host}:{bound}" if ":" not in host else f"http://[{host}]:{bound}"
-
     async def _await_leader(self, node: Node, watch: LinkTrouble) -> None:
         timeout = self.config.startup_timeout
         deadline = None if timeout == 0 else time.monotonic() + timeout
@@ -306,12 +254,7 @@ class NodeService:
             self._thaw = None
         if self.monitor is not None:
             await self.monitor.stop()
-        if self._http_server is not None:
-            self._http_server.close()
-            self._http_server = None
-        if self._http is not None:
-            await self._http.cleanup()
-            self._http = None
+        await self._http.close()
         if self.node is not None:
             await self.node.stop()
 

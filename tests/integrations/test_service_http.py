@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from lazily_queue import http_gate, service
+from lazily_queue import http_gate, service_http
 from lazily_queue.config import parse_config
 from lazily_queue.service import NodeService
 
@@ -67,7 +67,7 @@ async def closed_by_the_node(reader: asyncio.StreamReader, within: float) -> boo
 
 async def test_idle_and_half_sent_requests_are_closed(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service, "HTTP_IDLE_TIMEOUT", 0.5, raising=False)
+    monkeypatch.setattr(service_http, "HTTP_IDLE_TIMEOUT", 0.5)
     async with one_node(tmp_path, monkeypatch) as (host, port):
         idle = await asyncio.open_connection(host, port)
         half = await asyncio.open_connection(host, port)
@@ -79,7 +79,7 @@ async def test_idle_and_half_sent_requests_are_closed(tmp_path: Path,
 
 async def test_one_source_cannot_take_every_connection(tmp_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(service, "HTTP_MAX_PER_SOURCE", 4, raising=False)
+    monkeypatch.setattr(service_http, "HTTP_MAX_PER_SOURCE", 4)
     async with one_node(tmp_path, monkeypatch) as (host, port):
         held = [await asyncio.open_connection(host, port) for _ in range(4)]
         extra = await asyncio.open_connection(host, port)
@@ -226,3 +226,24 @@ async def test_malformed_requests_are_logged_in_one_line_at_a_bounded_rate(
     assert 1 <= len(lines) <= 11, [r.getMessage()[:100] for r in lines]
     assert not [r for r in lines if r.exc_info or r.levelno >= logging.ERROR]
     assert "refused a malformed HTTP request from 127.0.0.1" in lines[0].getMessage()
+
+
+async def test_an_http_port_in_use_stops_the_start_before_the_node_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAZILY_HTTP_SECRET", "http-secret")
+    taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = taken.sockets[0].getsockname()[1]
+    try:
+        node = NodeService(parse_config({"id": 1, "data_dir": "d1", "http": f"127.0.0.1:{port}",
+                                         "durability": "none",
+                                         "secret_env": "LAZILY_HTTP_SECRET",
+                                         "peers": {"1": f"unix:{tmp_path}/n1.sock"}},
+                                        base=tmp_path),
+                           out=io.StringIO(), handle_signals=False)
+        with pytest.raises(service_http.ConfigError, match=f"cannot serve HTTP on `http` = "
+                           f"127.0.0.1:{port}: .*choose a free port"):
+            await node.run()
+    finally:
+        taken.close()
+    assert node.node is None  # never made, so never linked to its peers or elected
+    assert not (tmp_path / "n1.sock").exists() and not (tmp_path / "d1" / "journal").exists()

@@ -183,7 +183,7 @@ MUTATIONS = [
         ("tests/integrations/test_peer_pages.py",),
         "a page answering deeply nested JSON is that member's error; the reading goes on"),
     Mutation(
-        "http-idle-connections-kept", "lazily_queue/service.py",
+        "http-idle-connections-kept", "lazily_queue/service_http.py",
         "        runner = web.AppRunner(app, access_log=None, "
         "keepalive_timeout=HTTP_IDLE_TIMEOUT,\n",
         "        runner = web.AppRunner(app, access_log=None,\n",
