@@ -185,3 +185,18 @@ async def test_a_message_in_small_fragments_is_counted_received_as_they_arrive()
         await client.send(b"next")
         assert await server.receive() == b"next"
         assert server.channel.received_bytes - start >= 2104  # both messages at least
+
+
+def test_ws_connections_read_into_the_shared_buffer_keeping_websockets_handlers() -> None:
+    """The WebSocket connection classes are buffered protocols (asyncio reads them with
+    ``recv_into``) whose every other protocol method is still websockets' own."""
+    from lazily_transports._core._gated import GatedConnection
+    from lazily_transports._core._ws_flow import Counting, CountingClientConnection, counting
+    from websockets.asyncio.client import ClientConnection
+
+    for made, base in ((CountingClientConnection, ClientConnection),
+                       (counting(GatedConnection), GatedConnection)):
+        assert issubclass(made, asyncio.BufferedProtocol)
+        assert made.get_buffer is Counting.get_buffer
+        for name in ("eof_received", "connection_lost", "pause_writing", "resume_writing"):
+            assert getattr(made, name) is getattr(base, name), name
