@@ -43,5 +43,6 @@ class FSM(Protocol):
 
     def bounds_containers(self, code: int) -> bool:
         """Whether op ``code`` holds at most one list, tuple, dict or set per
-        :data:`~.values.CONTAINER_BYTES` bytes of ``max_message_bytes`` when this member
-        proposes it (a message of its own)."""
+        :data:`~.values.CONTAINER_BYTES` bytes of ``max_message_bytes`` (decimals, UUIDs,
+        dates and datetimes counted with them) when this member proposes it (a message
+        of its own)."""

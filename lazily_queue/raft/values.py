@@ -57,19 +57,32 @@ def unsupported(name: str, reason: str) -> UnsupportedValue:
 #: The message-limit bytes that allow one container (list, tuple, dict, set) in an op:
 #: checking, encoding and decoding each costs every member about a microsecond.
 CONTAINER_BYTES = 16
+#: Scalars counted with the containers: each is written with a tag and built by a hook
+#: on every replica, several microseconds (a megabyte of decimals, 4 bytes each, held a
+#: member's loop for two seconds).
+_TAGGED = frozenset({Decimal, uuid.UUID, _DATETIME, datetime.date})
+_COUNTED = _TAGGED | set(_CONTAINERS)
+
+
+def _tagged(items: Collection[Any], kinds: set[type]) -> int:
+    """How many of ``items`` (of types ``kinds``) are scalars counted as containers."""
+    return 0 if kinds.isdisjoint(_TAGGED) else sum(type(item) in _TAGGED for item in items)
 
 
 def containers(args: list[Any], limit: int) -> int:
     """How many lists, tuples, dicts and sets ``args`` hold (``args`` itself not
-    counted); once past ``limit``, a count past it (counting stops)."""
+    counted), decimals, UUIDs, dates and datetimes counted with them; once past
+    ``limit``, a count past it (counting stops)."""
     count = 0
     level: list[Any] = [args]
     while level:
         below: list[Any] = []
         for container in level:
             items = container.values() if type(container) is dict else container
-            if not set(map(type, items)).isdisjoint(_CONTAINERS):
+            kinds = set(map(type, items))
+            if not kinds.isdisjoint(_COUNTED):
                 below += [item for item in items if type(item) in _CONTAINERS]
+                count += _tagged(items, kinds)
         count += len(below)
         if count > limit:
             return count
@@ -81,7 +94,8 @@ def too_many_containers(name: str, most: int, message_limit: int,
                         besides: str = "") -> MessageTooLarge:
     """The refusal of an op holding more than ``most`` containers."""
     return MessageTooLarge(
-        f"{name}: the operation holds more than {most} lists, tuples, dicts and sets (one "
+        f"{name}: the operation holds more than {most} lists, tuples, dicts and sets "
+        f"(decimals, UUIDs, dates and datetimes counted with them; one "
         f"per {CONTAINER_BYTES} bytes of this cluster's {message_limit}-byte "
         f"max_message_bytes{besides}); flatten the value or encode it (bytes or str); "
         "nothing was applied", size=None, limit=message_limit)
@@ -95,7 +109,8 @@ def scan(args: list[Any], *, max_items: int, name: str,
     Raises :class:`UnsupportedValue` naming the first offending type, and
     :class:`MessageTooLarge` past ``max_items`` items (each encodes to at least a byte)
     or, with ``container_limit`` (a ``max_message_bytes``), past one list, tuple, dict or
-    set per :data:`CONTAINER_BYTES` bytes of it.
+    set per :data:`CONTAINER_BYTES` bytes of it (decimals, UUIDs, dates and datetimes
+    counted with them).
     """
     budget = max_items
     held = 0
@@ -130,6 +145,7 @@ def scan(args: list[Any], *, max_items: int, name: str,
                 _check_keys(container, name, "set element")
             elif not kinds.isdisjoint(_CONTAINERS):
                 below += [item for item in items if type(item) in _CONTAINERS]
+            held += _tagged(items, kinds)
         held += len(below)
         if container_limit is not None and held > container_limit // CONTAINER_BYTES:
             raise too_many_containers(name, container_limit // CONTAINER_BYTES,

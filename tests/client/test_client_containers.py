@@ -6,6 +6,10 @@ Ops that hold many containers also group fewer to a proposal."""
 
 from __future__ import annotations
 
+import datetime
+import uuid
+from decimal import Decimal
+
 import pytest
 
 from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
@@ -16,6 +20,7 @@ from lazily_queue.replicated import ops
 from tests.client.one_member import TOKEN, one_member
 
 pytestmark = pytest.mark.timeout(60)
+_WHEN = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
 
 
 def test_containers_are_counted_at_every_level_and_counting_stops_past_the_limit() -> None:
@@ -23,6 +28,25 @@ def test_containers_are_counted_at_every_level_and_counting_stops_past_the_limit
     assert containers(["q", value], 100) == 6
     assert containers(["q", b"x" * 1000, 7], 0) == 0
     assert containers(["q", [[] for _ in range(1000)]], 10) <= 1001
+    scalars = [Decimal(1), uuid.UUID(int=1), datetime.date(2020, 1, 1), {"at": _WHEN}, 2.5]
+    assert containers(["q", scalars, Decimal(2)], 100) == 7
+
+
+async def test_a_push_of_too_many_decimals_is_refused_before_it_is_proposed() -> None:
+    async with one_member(max_message_bytes=64 * 1024) as node:
+        assert node.listen is not None
+        most = 64 * 1024 // CONTAINER_BYTES
+        async with connect(node.listen, Credentials("web", TOKEN), op_timeout=5) as client:
+            q = client.queue("q")
+            await q.push(0)  # declared, the session registered
+            proposed = node.driver.replica.proposals
+            with pytest.raises(MessageTooLarge, match=f"more than {most} lists.*decimals"):
+                await q.push([Decimal("1.5")] * most)  # and the list holding them
+            assert node.driver.replica.proposals == proposed
+            await q.push([Decimal("1.5")] * (most - 1))
+        await node.barrier()
+        held = node.view.queue("q").elements()  # type: ignore[union-attr]
+        assert held[0] == 0 and len(held[1]) == most - 1
 
 
 async def test_a_push_of_too_many_containers_is_refused_and_a_flat_one_taken() -> None:

@@ -5,7 +5,10 @@ a larger message is refused at the call, and peers refuse frames over their limi
 from __future__ import annotations
 
 import asyncio
+import datetime
+import uuid
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import cbor2
@@ -152,3 +155,20 @@ async def test_a_members_message_holds_one_container_per_16_bytes_of_the_limit()
         await q.push({"rows": [{"id": n} for n in range(most - 2)]})
         taken = [await q.pop() for _ in range(3)]
         assert taken[0] == 0 and len(taken[1]) == most - 1 and len(taken[2]["rows"]) == most - 2
+
+
+async def test_a_members_message_counts_decimals_uuids_dates_and_datetimes_as_containers(
+) -> None:
+    """Each is written with a tag and built by a hook on every replica: a megabyte of
+    decimals (4 bytes each) held a member's loop for two seconds."""
+    async with testing.cluster(1) as c:
+        node = await c.leader()
+        most = MiB // 16
+        q = node.queue("q")
+        when = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
+        for scalar in (Decimal("1.5"), uuid.UUID(int=5), datetime.date(2020, 1, 1), when):
+            with pytest.raises(MessageTooLarge, match=f"more than {most} lists, tuples, "
+                               "dicts and sets \\(decimals, UUIDs, dates and datetimes"):
+                await q.push([scalar] * most)  # and the list holding them: one more
+        await q.push([Decimal("1.5")] * (most - 1))
+        assert len(await q.pop()) == most - 1
