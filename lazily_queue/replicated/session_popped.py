@@ -30,6 +30,7 @@ from typing import Any
 import cbor2
 
 from ..core import ids
+from ..raft.values import tagged
 from . import ops
 from .results import result_size
 
@@ -49,9 +50,10 @@ Key = tuple[str, int]
 
 
 def digest(value: Any, headers: Any) -> bytes:
-    """A digest of an element's value and headers (``b""``: one no digest matches)."""
+    """A digest of an element's value and headers, its tuples told from lists (``b""``:
+    one no digest matches)."""
     try:
-        data = cbor2.dumps([value, headers], canonical=True)
+        data = cbor2.dumps(tagged([value, headers]), canonical=True)
     except (cbor2.CBOREncodeError, TypeError, ValueError):
         return b""
     return hashlib.blake2b(data, digest_size=16).digest()

@@ -17,6 +17,7 @@ from typing import Any
 import cbor2
 import pytest
 from lazily_transports import LinkConfig, LinkStream, dial
+from lazily_transports.safe_cbor import TUPLE_TAG
 
 from lazily_queue import ClientAccess, ClientGrant, Node
 from lazily_queue.client import protocol as P
@@ -162,3 +163,21 @@ async def test_a_give_back_whose_runs_cover_more_ids_than_values_is_refused_unpr
     assert answer[1] == P.ERROR and answer[2][0] == "refused", answer
     assert "cover 1000000 ids" in answer[2][1]
     await _payments_untouched(member)
+
+
+async def test_a_popped_tuple_given_back_as_a_list_is_refused(member: Node) -> None:
+    """A list and a tuple encode alike but for the tuple's tag: the element given back
+    must be the one popped, of the same types."""
+    payments = member.queue("payments", capacity=2)
+    await payments.pop()
+    await payments.pop()
+    await payments.push({"pay": (0, 1)})
+    raw = await _Raw.open(member)
+    popped = await raw.call(3, ops.QUEUE_POP_STAMPED, ["payments", 1])
+    values, runs = popped[2][1]
+    assert values[0]["pay"].tag == TUPLE_TAG
+    refused = await raw.call(4, ops.QUEUE_UNPOP_STAMPED, ["payments", [{"pay": [0, 1]}], runs])
+    assert refused[1] == P.ERROR and refused[2][0] == "permission", refused
+    assert (await raw.give_back(5, popped))[1] == P.OK  # as popped: taken
+    await member.barrier()
+    assert await payments.pop() == {"pay": (0, 1)}
