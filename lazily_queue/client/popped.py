@@ -31,16 +31,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from ..core.headers import checked_table
 from ..errors import OperationFailed, shown
 from ..replicated import ops as C
 from ..replicated.session_popped import GIVE_BACKS as GIVE_BACKS
-from ..replicated.session_popped import (
-    SESSION_ELEMENTS,
-    SessionRecord,
-    digest,
-    elements,
-    headers_by_id,
-)
+from ..replicated.session_popped import SESSION_ELEMENTS, SessionRecord, digest, elements
 
 #: Elements whose give-back one member remembers having admitted (all clients).
 GIVING_KEPT = 65536
@@ -95,7 +90,12 @@ def give_back_refusal(record: SessionRecord | None, giving: Giving, session: int
     found = elements(args[1], args[2])
     if found is None:
         return None  # malformed: the state machine refuses it, naming why
-    headers = headers_by_id(args[3]) if code == C.QUEUE_UNPOP_HEADERS else {}
+    headers: dict[int, Any] = {}
+    if code == C.QUEUE_UNPOP_HEADERS:  # read as the state machine reads it: last one wins
+        try:
+            headers = dict(checked_table(args[3], "headers"))
+        except ValueError:
+            return None  # malformed: the state machine refuses it, naming why
     marks: list[tuple[int, str, int, int]] = []
     for i, value in found:
         pop = None if record is None else record.find(name, i)

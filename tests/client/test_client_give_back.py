@@ -181,3 +181,18 @@ async def test_a_popped_tuple_given_back_as_a_list_is_refused(member: Node) -> N
     assert (await raw.give_back(5, popped))[1] == P.OK  # as popped: taken
     await member.barrier()
     assert await payments.pop() == {"pay": (0, 1)}
+
+
+async def test_headers_named_twice_in_a_give_back_are_refused(member: Node) -> None:
+    """The state machine keeps the headers an id's last entry with some names: a table
+    naming an element's id with forged headers, then with none, is not the element as
+    popped."""
+    raw = await _Raw.open(member)
+    popped = await raw.call(3, ops.QUEUE_POP_STAMPED, ["payments", 1])
+    values, runs = popped[2][1]
+    first = runs[0][0]
+    table = [[first, {"pay-to": "mallory"}], [first, None]]
+    refused = await raw.call(4, ops.QUEUE_UNPOP_HEADERS, ["payments", values, runs, table])
+    assert refused[1] == P.ERROR and refused[2][0] == "permission", refused
+    await member.barrier()
+    assert member.view.queue("payments").headers_state() == []  # type: ignore[union-attr]
