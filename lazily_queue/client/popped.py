@@ -97,12 +97,12 @@ def give_back_refusal(record: SessionRecord | None, giving: Giving, session: int
         except ValueError:
             return None  # malformed: the state machine refuses it, naming why
     marks: list[tuple[int, str, int, int]] = []
-    for i, value in found:
+    for i, stamp, value in found:
         pop = None if record is None else record.find(name, i)
-        kept = b"" if pop is None else digest(*pop.element(i))
+        kept = b"" if pop is None or pop.stamp(i) != stamp else digest(*pop.element(i))
         if pop is None or not kept or kept != digest(value, headers.get(i)):
             return (f"client {client!r} may give back to queue {shown(name)} only elements its "
-                    "session popped and did not give back, with the values and headers "
+                    "session popped and did not give back, with the values, headers and stamps "
                     f"they were popped with (among its last {SESSION_ELEMENTS:,}); giving "
                     "other values to the head needs the produce permission")
         marks.append((session, name, i, pop.seq))

@@ -1,8 +1,8 @@
 """What each client session popped and has not given back, as this replica applied it.
 
 A member lets a client without the produce permission give back to a queue's head only
-elements its session popped, under their ids and with the values and headers they were
-popped with (:mod:`..client.popped`). The record is taken from the ops as they apply in
+elements its session popped, under their ids and with the values, headers and stamps
+they were popped with (:mod:`..client.popped`). The record is taken from the ops as they apply in
 the client's session, so every member holds it whichever member proposed them, and a
 client that fails over to another member gives back there what its session popped:
 
@@ -67,34 +67,42 @@ def headers_by_id(table: Any) -> dict[Any, Any]:
             if type(entry) is list and len(entry) == 2 and type(entry[0]) is int}
 
 
-def elements(values: Any, runs: Any) -> list[tuple[int, Any]] | None:
-    """``(id, value)`` of each element ``values`` and their id ``runs`` name, one for
-    one (``None``: malformed)."""
+def elements(values: Any, runs: Any) -> list[tuple[int, int, Any]] | None:
+    """``(id, stamp, value)`` of each element ``values`` and their id ``runs`` name, one
+    for one (``None``: malformed)."""
     try:
         checked = ids.checked_runs(runs)
     except ValueError:
         return None
     if type(values) is not list or ids.covered(checked) != len(values):
         return None
-    return [(i, value) for (i, _), value in zip(ids.expand(checked), values, strict=True)]
+    return [(i, stamp, value)
+            for (i, stamp), value in zip(ids.expand(checked), values, strict=True)]
 
 
 class Pop:
     """One applied pop of a session: its queue, its result, and its elements not given
     back (id -> position in the result's values)."""
 
-    __slots__ = ("_headers", "left", "name", "result", "seq", "size")
+    __slots__ = ("_headers", "_stamps", "left", "name", "result", "seq", "size")
 
     def __init__(self, seq: int, name: str, result: list[Any], left: dict[int, int],
                  size: int) -> None:
         self.seq, self.name, self.result, self.left, self.size = seq, name, result, left, size
         self._headers: dict[Any, Any] | None = None
+        self._stamps: dict[int, int] | None = None
 
     def element(self, i: int) -> tuple[Any, Any]:
         """The value and headers element ``i`` was popped with."""
         if self._headers is None:
             self._headers = headers_by_id(self.result[2]) if len(self.result) == 3 else {}
         return self.result[0][self.left[i]], self._headers.get(i)
+
+    def stamp(self, i: int) -> int:
+        """The enqueue stamp element ``i`` was popped with."""
+        if self._stamps is None:
+            self._stamps = dict(ids.expand(self.result[1]))
+        return self._stamps[i]
 
 
 class SessionRecord:
@@ -145,7 +153,7 @@ class SessionPopped:
         if result is not None or record is None or len(args) < 3:
             return
         name, index = args[0], record.index
-        for i, _ in elements(args[1], args[2]) or ():
+        for i, _, _ in elements(args[1], args[2]) or ():
             if (name, i) in index:
                 self._take(record, name, i)
 

@@ -196,3 +196,20 @@ async def test_headers_named_twice_in_a_give_back_are_refused(member: Node) -> N
     assert refused[1] == P.ERROR and refused[2][0] == "permission", refused
     await member.barrier()
     assert member.view.queue("payments").headers_state() == []  # type: ignore[union-attr]
+
+
+async def test_a_give_back_under_another_stamp_is_refused(member: Node) -> None:
+    """An element goes back with the enqueue stamp it was popped with: a consume-only
+    client may not make it look older or newer than it is."""
+    raw = await _Raw.open(member)
+    popped = await raw.call(3, ops.QUEUE_POP_STAMPED, ["payments", 2])
+    values, runs = popped[2][1]
+    assert [run[1] for run in runs] == [2]
+    first, _, stamp = runs[0]
+    for forged in ([[first, 2, stamp + 3_600_000]], [[first, 1, stamp], [first + 1, 1, 0]]):
+        refused = await raw.call(4, ops.QUEUE_UNPOP_STAMPED, ["payments", values, forged])
+        assert refused[1] == P.ERROR and refused[2][0] == "permission", refused
+    assert (await raw.give_back(5, popped))[1] == P.OK
+    await member.barrier()
+    assert member.view.queue("payments").id_state()[1] == runs  # type: ignore[union-attr]
+    await _payments_untouched(member)
