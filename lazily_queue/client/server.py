@@ -55,6 +55,7 @@ from .connection import MAX_QUEUED_ANSWERS, ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
+from .frame_decoding import FrameDecoder
 from .greeting import Answering, register, session_of
 from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
@@ -95,6 +96,7 @@ class ClientServer:
         #: command this member accepts); client links are capped at it.
         self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
                                      + P.REQUEST_OVERHEAD)
+        self.decoder = FrameDecoder(self.max_request_bytes, f"client-frames-{node.node_id}")
         self._conns: set[ClientConnection] = set()
         #: The links open per client and in all, against their caps (:mod:`.link_caps`).
         self.links = LinkCaps(node.node_id, access.max_links, fd_room(), len(access.grants))
@@ -165,6 +167,7 @@ class ClientServer:
     async def stop(self) -> None:
         await self.idle.stop()
         await self.liveness.stop()
+        self.decoder.close()
         for conn in list(self._conns):
             conn.close()
         listeners, self._listeners = self._listeners, []
@@ -218,7 +221,7 @@ class ClientServer:
                 conn.frames_read += 1
                 conn.heard = loop.time()
                 conn.framed = stream.channel.received_bytes
-                for k, request in enumerate(self._requests(conn, data)):
+                for k, request in enumerate(self._requests(conn, await self.decoder.decode(data))):
                     if k and not k % YIELD_EVERY:
                         await asyncio.sleep(0)  # heartbeats and other links go first
                     if request[1] == P.WATCH and conn.outbox.oversized:
@@ -270,12 +273,11 @@ class ClientServer:
         self.refused += 1
         conn.send([rid, P.ERROR, P.error_payload(error)])
 
-    def _requests(self, conn: ClientConnection, data: bytes) -> list[list[Any]]:
+    def _requests(self, conn: ClientConnection,
+                  frame: list[Any] | P.RequestRefused) -> list[list[Any]]:
         """The requests of one frame (one, or a batch); refuses an unreadable frame."""
-        try:
-            frame = P.decode(data, max_bytes=self.max_request_bytes)
-        except P.RequestRefused as exc:
-            self._refuse(conn, 0, "refused", f"{exc}; nothing in it was applied")
+        if isinstance(frame, P.RequestRefused):
+            self._refuse(conn, 0, "refused", f"{frame}; nothing in it was applied")
             return []
         if frame[0] != 0 or frame[1] != P.BATCH:
             return [frame]
