@@ -18,6 +18,7 @@ from .background import Background
 from .core.dedup import DedupLimits
 from .replicated import ephemeral_owners, ops
 from .replicated.dedup import limits_args
+from .replicated.expiry import EXPIRE_LIMIT
 from .replicated.view import ReadView
 
 if TYPE_CHECKING:
@@ -32,7 +33,8 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
     """The maintenance ops the state calls for at ``now_ms`` (the proposer's wall clock,
     ms): the proposer's ``dedup`` bounds where the cluster applies others, a reap of
     each work queue with an expired lease, a promotion of each work queue and queue
-    holding a delayed element now due, a sweep (``EXPIRE``) of each cell holding an
+    holding a delayed element now due, a sweep (``EXPIRE``, of at most
+    :data:`~.replicated.expiry.EXPIRE_LIMIT` elements) of each cell holding an
     expired element at its head, with ``gc_topics`` a GC of each topic holding
     elements every subscriber has read and, with ``reap_grace_ms``, a reap of the
     ephemeral subscriptions of client sessions not refreshed for that long
@@ -50,7 +52,7 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
     for name in view.queues_due(max(now_ms, view.now)):
         due.append((ops.QUEUE_PROMOTE, [name]))
     for name, kind in view.expiry_due(max(now_ms, view.now)):
-        due.append((ops.EXPIRE, [name, kind]))
+        due.append((ops.EXPIRE, [name, kind, EXPIRE_LIMIT]))
     if reap_grace_ms is not None and view.ephemeral_owners_stale(max(now_ms, view.now),
                                                                   reap_grace_ms):
         due.append((ops.EPHEMERAL_REAP, [reap_grace_ms]))
@@ -98,13 +100,17 @@ class Maintenance(Background):
                 last_gc = time.monotonic()
 
     async def once(self, gc_topics: bool) -> None:
-        """Propose every due operation and wait for them to commit."""
+        """Propose every due operation and wait for them to commit; a sweep that removed
+        its limit (more may be due) is proposed again at once, until one removes less."""
         node = self.node
         now_ms = int((node.wall_clock or time.time)() * 1000)
         grace = ephemeral_owners.GRACE_MS
         led = self.led_since is not None and time.monotonic() - self.led_since >= grace / 1000
         due = due_operations(node.view, now_ms, gc_topics=gc_topics, dedup=node.dedup,
                              reap_grace_ms=grace if led else None)
-        if due:
-            await asyncio.gather(*(node.driver.call(code, args, timeout=node.op_timeout)
-                                   for code, args in due))
+        while due:
+            results = await asyncio.gather(*(node.driver.call(code, args,
+                                                              timeout=node.op_timeout)
+                                             for code, args in due))
+            due = [(code, args) for (code, args), result in zip(due, results, strict=True)
+                   if code == ops.EXPIRE and result == EXPIRE_LIMIT]

@@ -2,11 +2,14 @@
 
 :class:`TtlClient` works a queue of its own (:data:`TTL_QUEUE`, with a default TTL):
 it pushes values with a per-message TTL (or the default), pops batches and now and then
-proposes a sweep, through whichever member it is on, under every fault. The checker
+proposes a sweep (of a few elements at most, or all), through whichever member it is
+on, under every fault. The checker
 replays its ops through :class:`ExpiryModel`, an independent model of the contract: an
 element is expired from the first entry stamped at or after its deadline (enqueue stamp
 plus TTL); a pop at stamp ``now`` removes the expired elements at the head and returns
-live ones only, skipping the expired ones it meets. A pop that hands out an element at
+live ones only, skipping the expired ones it meets (at most ``EXPIRE_LIMIT`` of them:
+past that it stops before the next expired one); a sweep removes at most its limit. A
+pop that hands out an element at
 or after its deadline fails the run, and so does any result or final state that is not
 the model's.
 """
@@ -19,6 +22,7 @@ from typing import Any
 
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.expiry import EXPIRE_LIMIT
 from lazily_queue.replicated.ops import OpError
 
 from .client import OK, Client, Host, Observed
@@ -28,6 +32,18 @@ from .history import AppliedOp, Violation
 TTL_QUEUE = "q-ttl"
 #: Its default TTL, in milliseconds of leader time.
 DEFAULT_TTL_MS = 300
+
+
+def sweep_args(name: str, kind: str, sent: int) -> list[Any]:
+    """A client's sweep of cell ``name`` after ``sent`` ops: at most 1, 2 or
+    ``EXPIRE_LIMIT`` elements, or all of them (the form of an older log), in turn."""
+    limit = (None, 1, 2, EXPIRE_LIMIT)[sent % 4]
+    return [name, kind] if limit is None else [name, kind, limit]
+
+
+def sweep_limit(args: list[Any]) -> int | None:
+    """The limit of a sweep's ``args`` (``None``: all)."""
+    return args[2] if len(args) > 2 else None
 
 
 class TtlClient(Client):
@@ -64,7 +80,7 @@ class TtlClient(Client):
         elif roll < 0.9:
             self.call(C.QUEUE_POP_STAMPED, [TTL_QUEUE, self.rng.randint(1, 4)], _ignore)
         else:
-            self.call(C.EXPIRE, [TTL_QUEUE, "queue"], _ignore)
+            self.call(C.EXPIRE, sweep_args(TTL_QUEUE, "queue", len(self.ops)), _ignore)
 
     def _declared(self, obs: Observed) -> None:
         if obs.outcome == OK and obs.result is None and self.todo:
@@ -101,21 +117,28 @@ class DeclaredQueueModel:
             return True
         return False
 
-    def expire_from(self, q: deque[Any], now: int) -> int:
-        """Remove the elements of ``q`` expired at ``now`` at its head; how many."""
-        n, at = 0, self.DEADLINE
-        while q and q[0][at] is not None and now >= q[0][at]:
+    def expired_head(self, q: deque[Any], now: int) -> bool:
+        """Whether the head of ``q`` expired at ``now``."""
+        return bool(q) and q[0][self.DEADLINE] is not None and now >= q[0][self.DEADLINE]
+
+    def expire_from(self, q: deque[Any], now: int, limit: int | None = None) -> int:
+        """Remove the elements of ``q`` expired at ``now`` at its head, at most ``limit``
+        (``None``: all); how many."""
+        n = 0
+        while (limit is None or n < limit) and self.expired_head(q, now):
             q.popleft()
             n += 1
         self.expired += n
         return n
 
     def take_live(self, q: deque[Any], n: int, now: int) -> list[Any]:
-        """Up to ``n`` live elements of ``q`` at ``now``, the expired ones met removed."""
+        """Up to ``n`` live elements of ``q`` at ``now``, the expired ones met removed (at
+        most ``EXPIRE_LIMIT``: the take stops at an expired head past that)."""
         taken: list[Any] = []
+        left = EXPIRE_LIMIT
         while len(taken) < n:
-            self.expire_from(q, now)
-            if not q:
+            left -= self.expire_from(q, now, left)
+            if not q or self.expired_head(q, now):
                 break
             taken.append(q.popleft())
         return taken
@@ -148,7 +171,7 @@ class ExpiryModel(DeclaredQueueModel):
             self._push(args[2], args[1], now)
             op.expect(None)
         elif code == C.EXPIRE:
-            op.expect(self._expire_head(now))
+            op.expect(self.expire_from(self.q, now, sweep_limit(args)))
         elif code == C.QUEUE_POP_STAMPED:
             self._pop(op, args[1], now)
         else:
@@ -157,9 +180,6 @@ class ExpiryModel(DeclaredQueueModel):
     def _push(self, value: Any, ttl: int | None, now: int) -> None:
         ttl = ttl if ttl is not None else self.default
         self.q.append((value, None if ttl is None else now + ttl))
-
-    def _expire_head(self, now: int) -> int:
-        return self.expire_from(self.q, now)
 
     def _pop(self, op: AppliedOp, n: int, now: int) -> None:
         values = [value for value, _ in self.take_live(self.q, n, now)]

@@ -25,7 +25,7 @@ from lazily_queue.core.queue import QueuePopError
 from lazily_queue.replicated import ops as C
 
 from .client import OK, Client, Host, Observed
-from .expiry import DeclaredQueueModel
+from .expiry import DeclaredQueueModel, sweep_limit
 from .history import AppliedOp, Violation
 
 #: The queue the options client works (not the checker's main queue).
@@ -125,7 +125,7 @@ class OptionsModel(DeclaredQueueModel):
             op.expect(None)
         elif code in (C.QUEUE_PROMOTE, C.EXPIRE):
             op.expect(self._promote(now) if code == C.QUEUE_PROMOTE
-                      else self.expire_from(self.ready, now))
+                      else self.expire_from(self.ready, now, sweep_limit(args)))
         elif code == C.QUEUE_POP_HEADERS:
             self._promote(now)
             self._pop(op, args[1], now)

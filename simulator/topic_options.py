@@ -34,7 +34,7 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 
 from .client import OK, Client, Host, Observed
-from .expiry import _ignore
+from .expiry import _ignore, sweep_args, sweep_limit
 from .history import AppliedOp, Violation
 
 #: name -> (limits [max_length, max_bytes, overflow], age limit in ms or None)
@@ -86,9 +86,10 @@ class OptionTopic:
                     self.gaps[sid] = self.gaps.get(sid, 0) + self.base - cursor
                 self.cursors[sid] = self.base
 
-    def expire(self, now: int) -> int:
+    def expire(self, now: int, limit: int | None = None) -> int:
         n = 0
-        while n < len(self.log) and _expired(self.log[n], now):
+        while (n < len(self.log) and (limit is None or n < limit)
+               and _expired(self.log[n], now)):
             n += 1
         if n:
             self._drop(n, False)
@@ -219,7 +220,7 @@ class TopicOptionsModel:
         elif code == C.TOPIC_GC:
             op.expect(topic.gc(now))
         else:  # EXPIRE
-            op.expect(topic.expire(now))
+            op.expect(topic.expire(now, sweep_limit(args)))
 
     def check_final(self, state: dict[str, Any]) -> None:
         """Each replica's state of the topics is the model's."""
@@ -299,7 +300,7 @@ class TopicOptionsClient(Client):
         elif roll < 0.95:
             self.call(C.TOPIC_GC, [name], _ignore)
         else:
-            self.call(C.EXPIRE, [name, "topic"], _ignore)
+            self.call(C.EXPIRE, sweep_args(name, "topic", len(self.ops)), _ignore)
 
     def _declared(self, obs: Observed) -> None:
         if obs.outcome == OK and not isinstance(obs.result, OpError) and self.todo:

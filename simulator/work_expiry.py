@@ -24,9 +24,11 @@ import random
 from typing import Any
 
 from lazily_queue.replicated import ops as C
+from lazily_queue.replicated.expiry import EXPIRE_LIMIT
 from lazily_queue.replicated.ops import OpError
 
 from .client import OK, Client, Host, Observed
+from .expiry import sweep_args, sweep_limit
 from .history import AppliedOp, Violation
 from .work_model import WorkModel
 
@@ -82,7 +84,7 @@ class WorkTtlClient(Client):
             else:
                 self.call(C.WORK_CLAIM, [self.queue, self.cid, None], self._claimed)
         else:
-            self.call(C.EXPIRE, [self.queue, "work_queue"], _ignore)
+            self.call(C.EXPIRE, sweep_args(self.queue, "work_queue", len(self.ops)), _ignore)
 
     def push(self, value: str) -> None:
         rng = self.rng
@@ -158,7 +160,7 @@ class WorkExpiryModel(WorkModel):
             if ttl is not None and self.next_item > item:
                 self.deadlines[item] = (now if args[2] is None else int(args[2])) + ttl
         elif code == C.EXPIRE:
-            op.expect(self._expire_head(now))
+            op.expect(self._expire_head(now, sweep_limit(args)))
         elif code in (C.WORK_CLAIM, C.WORK_CLAIM_MANY):
             self._claim(op, now)
         else:
@@ -170,11 +172,18 @@ class WorkExpiryModel(WorkModel):
                 return self.levels[level][0]
         return self.pending[0] if self.pending else None
 
-    def _expire_head(self, now: int) -> int:
-        """Discard the never-delivered items at the head whose deadline is past."""
+    def _expired_head(self, now: int) -> tuple[int, str, int] | None:
+        """The head when it was never delivered and its deadline is past."""
+        head = self._head()
+        if head is not None and head[2] == 0 and self.deadlines.get(head[0], now + 1) <= now:
+            return head
+        return None
+
+    def _expire_head(self, now: int, limit: int | None = None) -> int:
+        """Discard the never-delivered items at the head whose deadline is past, at most
+        ``limit`` (``None``: all)."""
         n = 0
-        while (head := self._head()) is not None and head[2] == 0 and (
-                self.deadlines.get(head[0], now + 1) <= now):
+        while (limit is None or n < limit) and (head := self._expired_head(now)) is not None:
             self._take()
             del self.deadlines[head[0]]
             self.priority.pop(head[0], None)
@@ -199,10 +208,10 @@ class WorkExpiryModel(WorkModel):
                                 f"{delivery['item_id']} of {self.name}, expired at {deadline}")
         self._promote(now)
         want = op.args[2] if many else 1
-        taken = 0
+        taken, left = 0, EXPIRE_LIMIT
         while taken < want:
-            self._expire_head(now)
-            if not self._ready():
+            left -= self._expire_head(now, left)
+            if not self._ready() or self._expired_head(now) is not None:
                 break
             if taken >= len(deliveries):
                 raise Violation(f"index {op.index}: a claim at {now} of {self.name} returned "

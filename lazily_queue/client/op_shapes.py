@@ -118,7 +118,7 @@ _AFTER_NAME: dict[int, tuple[str, ...]] = {
     ops.QUEUE_PUSH_TTL: (ANY, ANY),
     ops.WORK_PUSH_TTL: (ANY, ANY),
     ops.EXPIRY_RULES: (ANY, ANY, ANY),
-    ops.EXPIRE: (ANY,),
+    ops.EXPIRE: (ANY, POS),
     ops.QUEUE_DECLARE_LIMITED: (ANY,),
     ops.TOPIC_DECLARE_LIMITED: (ANY,),
     ops.WORK_DECLARE_LIMITED: (ANY, ANY, ANY),

@@ -24,11 +24,13 @@ StampedPop = Callable[[], "tuple[list[Any], list[Run]] | QueuePopError"]
 """Pops one element with its run (``Fifo.pop_stamped(1)``), reporting the transition."""
 
 
-def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: StampedPop) -> int:
-    """Remove the expired elements at the head with ``pop_one``; returns how many (added
-    to ``expiry.expired``)."""
+def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: StampedPop,
+                      limit: int | None = None) -> int:
+    """Remove the expired elements at the head with ``pop_one``, at most ``limit`` of
+    them (``None``: all); returns how many (added to ``expiry.expired``)."""
     n = 0
-    while (head := fifo.head_id()) is not None and expiry.is_expired(head[0], head[1], now):
+    while ((limit is None or n < limit) and (head := fifo.head_id()) is not None
+           and expiry.is_expired(head[0], head[1], now)):
         pop_one()
         expiry.forget(head[0])
         n += 1
@@ -36,15 +38,28 @@ def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: Stampe
     return n
 
 
-def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: StampedPop
+def _queue_head_expired(fifo: Fifo[Any], expiry: Expiry, now: int) -> bool:
+    head = fifo.head_id()
+    return head is not None and expiry.is_expired(head[0], head[1], now)
+
+
+def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: StampedPop,
+             limit: int | None = None
              ) -> tuple[tuple[list[Any], list[Run]] | QueuePopError, int]:
     """Up to ``n`` live elements with their runs (as ``Fifo.pop_stamped``), or ``Empty``
-    / ``Closed`` when none is live, and how many expired ones were removed on the way."""
+    / ``Closed`` when none is live, and how many expired ones were removed on the way:
+    at most ``limit`` (``None``: all). Past ``limit`` an expired head stays and the take
+    stops there, answering what it took or ``Empty`` (never an expired element)."""
     values: list[Any] = []
     runs: list[Run] = []
     expired = 0
     while len(values) < n:
-        expired += expire_queue_head(fifo, expiry, now, pop_one)
+        expired += expire_queue_head(fifo, expiry, now, pop_one,
+                                     None if limit is None else limit - expired)
+        if expired == limit and _queue_head_expired(fifo, expiry, now):
+            if values:
+                break
+            return QueuePopError.Empty, expired
         head = fifo.head_id()
         result = pop_one()
         if isinstance(result, QueuePopError):
@@ -59,40 +74,56 @@ def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: Stamped
     return (values, runs), expired
 
 
-def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int) -> tuple[int, int]:
-    """Discard the expired never-delivered items at the pending head; returns ``(how
-    many, reader mask)``."""
+def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int,
+                     limit: int | None = None) -> tuple[int, int]:
+    """Discard the expired never-delivered items at the pending head, at most ``limit``
+    of them (``None``: all); returns ``(how many, reader mask)``."""
     n = mask = 0
-    while True:
+    while limit is None or n < limit:
         run = core.run_at_head()  # retained items: the expired ones leave at once
         if run is not None and (k := expiry.expired_run(run[0], run[1], now)):
+            k = k if limit is None else min(k, limit - n)
             mask |= core.discard_run(k).mask
             expiry.forget_run(run[0], run[0] + k)
             n += k
             continue
-        head = core.head()
-        if head is None or head.attempts or not expiry.is_expired(
-                head.item_id, core.stamp_of(head.item_id), now):
+        head = _expired_work_head(core, expiry, now)
+        if head is None:
             break
         mask |= core.discard_head().mask
-        expiry.forget(head.item_id)
+        expiry.forget(head)
         n += 1
     expiry.expired += n
     return n, mask
 
 
+def _expired_work_head(core: WorkQueueCore, expiry: Expiry, now: int) -> int | None:
+    """The id of the pending head when it expired never delivered, else ``None``."""
+    head = core.head()
+    if head is None or head.attempts or not expiry.is_expired(
+            head.item_id, core.stamp_of(head.item_id), now):
+        return None
+    return head.item_id
+
+
 def claim_live(core: WorkQueueCore, expiry: Expiry, worker: str, now: int, lease_now: float,
-               n: int, fitting: Fitting | None = None) -> tuple[list[Delivery], int, int]:
+               n: int, fitting: Fitting | None = None, limit: int | None = None
+               ) -> tuple[list[Delivery], int, int]:
     """Lease up to ``n`` live items to ``worker`` (lease time ``lease_now``; no more
     than ``fitting`` answers, as :meth:`~.work.WorkQueueCore.claim_many`), discarding
-    the expired ones met on the way; returns ``(deliveries, expired, reader mask)``."""
+    the expired ones met on the way, at most ``limit`` (``None``: all; past it an
+    expired head stays and the claim stops there); returns ``(deliveries, expired,
+    reader mask)``."""
     leased: list[Delivery] = []
     expired = 0
     mask = core.promote_due(lease_now).mask  # delayed items due now are ready, and may expire
     while len(leased) < n:
-        dropped, dropped_mask = expire_work_head(core, expiry, now)
+        dropped, dropped_mask = expire_work_head(
+            core, expiry, now, None if limit is None else limit - expired)
         expired += dropped
         mask |= dropped_mask
+        if expired == limit and _expired_work_head(core, expiry, now) is not None:
+            break
         got, claim_mask = core.claim_many(worker, lease_now, 1, fitting)
         if not got:
             break

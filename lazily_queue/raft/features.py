@@ -103,6 +103,10 @@ CLAIM_BYTES_FEATURE = "work-claim-bytes-v1"
 #: gives up its results first (a member's session counting alone): an older member would
 #: take them from the session keeping the most and diverge.
 KEPT_BY_OWNER_FEATURE = "session-kept-by-owner-v1"
+#: Expiry bounded per entry: a sweep ``EXPIRE [name, kind, limit]`` removes at most
+#: ``limit`` elements, a pop or claim at most ``EXPIRE_LIMIT`` expired ones (stopping
+#: before the next): an older member would remove them all and diverge.
+EXPIRE_LIMIT_FEATURE = "expire-limit-v1"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -123,4 +127,4 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,
                                RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE,
                                TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE,
-                               KEPT_BY_OWNER_FEATURE})
+                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE})

@@ -6,8 +6,17 @@
   default TTL (and a topic's retention by age), proposed by whoever opens it with rules;
   a cell has one set of rules: opening it again with other rules is refused
   (``expiry_mismatch``), opening it without rules keeps them.
-- ``EXPIRE`` ``[name, kind]``: removes what expired at the entry's stamp (a periodic
-  leader entry; a pop, claim or publish does the same for its cell).
+- ``EXPIRE`` ``[name, kind, limit]``: removes what expired at the entry's stamp, at
+  most ``limit`` elements (``1..EXPIRE_LIMIT``; a periodic leader entry, proposed again
+  at once while one removes ``limit``). An ``[name, kind]`` entry (an older log's)
+  removes them all.
+
+A pop or claim removes the expired elements it meets too, at most :data:`EXPIRE_LIMIT`
+of them: past that it stops before the next expired one, answering what it took (or
+``Empty``) and leaving the rest to the sweeps or its next try, so that no entry holds
+the members' event loops for long, whatever the backlog. A topic's expired head
+leaves whole at each publish, GC or sweep (at most ``limit`` by a sweep): it costs no
+Python step per element.
 
 Every decision reads the stamp of the entry being applied (``sm.now``), never a clock,
 so every replica removes the same elements at the same entry; a pop or claim never hands
@@ -19,7 +28,7 @@ Expired elements leave as pops (queue) or discards (work queue) and are reported
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..core import ids
 from ..core.expiry import Expiry, checked_ms
@@ -48,6 +57,9 @@ if TYPE_CHECKING:
     from .state_machine import StateMachine
 
 KINDS = ("queue", "work_queue", "topic")
+#: The most expired elements one entry's pop, claim or sweep removes from a cell (a
+#: member spends a few microseconds on each).
+EXPIRE_LIMIT: Final = 10_000
 
 
 def _checked_ttl(value: Any) -> int:
@@ -95,16 +107,20 @@ def _queue_pop(sm: StateMachine, name: str, q: Fifo[Any],
     return pop_one
 
 
-def expire_queue(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry) -> None:
-    _report(sm, "queue", name, expire_queue_head(q, expiry, sm.now, _queue_pop(sm, name, q)))
+def expire_queue(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry,
+                 limit: int | None) -> None:
+    _report(sm, "queue", name,
+            expire_queue_head(q, expiry, sm.now, _queue_pop(sm, name, q), limit))
 
 
 def queue_take(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry, n: int,
                stamped: bool, taken: dict[int, Headers] | None = None) -> Any:
     """What a pop of up to ``n`` answers when the queue has expiry rules or deadlines:
-    live elements only (``[values, runs]`` when ``stamped``, else the values); with
-    ``taken``, the headers of every element popped (expired ones too) land there."""
-    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken))
+    live elements only (``[values, runs]`` when ``stamped``, else the values), at most
+    :data:`EXPIRE_LIMIT` expired ones removed; with ``taken``, the headers of every
+    element popped (expired ones too) land there."""
+    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken),
+                               EXPIRE_LIMIT)
     _report(sm, "queue", name, expired)
     if isinstance(result, QueuePopError):
         return result
@@ -141,7 +157,7 @@ def work_claim(sm: StateMachine, name: str, core: Any, expiry: Expiry, worker: s
     state = sm.work_queues.get(name)
     fed = state is not None and (state.group is not None or state.mirrored_group)
     leased, expired, mask = claim_live(core, expiry, worker, sm.now if fed else now, now,
-                                       1 if n is None else n, fitting)
+                                       1 if n is None else n, fitting, EXPIRE_LIMIT)
     _report(sm, "work_queue", name, expired)
     if expired:
         mask |= WORK_EXPIRED
@@ -162,11 +178,14 @@ def _push_work(sm: StateMachine, args: list[Any]) -> Any:
 
 # -- topics -------------------------------------------------------------------------------
 
-def expire_topic(sm: StateMachine, name: str, topic: TopicCore[Any], expiry: Expiry) -> int:
-    """Drop the elements of ``topic`` past its age limit at the entry's stamp, moving
-    the cursors that had not read them (the gap is counted per subscriber); returns how
-    many elements left."""
+def expire_topic(sm: StateMachine, name: str, topic: TopicCore[Any], expiry: Expiry,
+                 limit: int | None = None) -> int:
+    """Drop the elements of ``topic`` past its age limit at the entry's stamp (at most
+    ``limit``; ``None``: all), moving the cursors that had not read them (the gap is
+    counted per subscriber); returns how many elements left."""
     frontier = age_frontier(topic, expiry, sm.now)
+    if limit is not None:
+        frontier = min(frontier, topic.base_offset() + limit)
     if frontier <= topic.base_offset():
         return 0
     dropped = frontier - topic.base_offset()
@@ -221,22 +240,35 @@ def _rules(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
+def _limit(args: list[Any]) -> int | None:
+    """A sweep's limit: ``None`` for ``[name, kind]`` (an older log's entry: all)."""
+    if len(args) < 3:
+        return None
+    limit = args[2]
+    if type(limit) is not int or not 0 < limit <= EXPIRE_LIMIT or len(args) > 3:
+        raise OpRefused("bad_args", f"expire is [name, kind, limit] with a limit in "
+                        f"1..{EXPIRE_LIMIT}, not {str(args[2:])[:40]}")
+    return limit
+
+
 def _sweep(sm: StateMachine, args: list[Any]) -> Any:
-    """Remove what expired at this entry's stamp; returns how many left."""
+    """Remove what expired at this entry's stamp (at most the limit); returns how many
+    left."""
     kind, name = _kind_name(args)
+    limit = _limit(args)
     expiry = of(sm, kind, name)
     if expiry is None or not _exists(sm, kind, name):
         return 0
     before = expiry.expired
     if kind == "queue":
-        expire_queue(sm, name, sm.queues[name], expiry)
+        expire_queue(sm, name, sm.queues[name], expiry, limit)
     elif kind == "work_queue":
-        n, mask = expire_work_head(sm.work_queues[name].core, expiry, sm.now)
+        n, mask = expire_work_head(sm.work_queues[name].core, expiry, sm.now, limit)
         _report(sm, kind, name, n)
         if mask:
             sm.emit(WorkQueueChanged(name, mask | WORK_EXPIRED))
     else:
-        expire_topic(sm, name, sm.topics[name], expiry)
+        expire_topic(sm, name, sm.topics[name], expiry, limit)
     return expiry.expired - before
 
 

@@ -124,7 +124,8 @@ MUTATIONS = [
         "an element is never popped or claimed at or after its deadline"),
     Mutation(
         "work-claim-ignores-ttl", "lazily_queue/core/expiry_take.py",
-        "        dropped, dropped_mask = expire_work_head(core, expiry, now)\n",
+        "        dropped, dropped_mask = expire_work_head(\n"
+        "            core, expiry, now, None if limit is None else limit - expired)\n",
         "        dropped, dropped_mask = 0, 0\n",
         ("tests/sim/test_work_expiry_checker.py::test_a_few_seeds_pass_with_work_items_expiring",),
         "a work claim never hands out an item at or after its TTL's deadline (simulated)"),

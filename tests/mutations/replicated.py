@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .mutation import Mutation
 
+BACKLOG = "tests/replicated/test_expiry_backlog.py"
+
 MUTATIONS = [
     Mutation(
         "retry-deduplication", "lazily_queue/replicated/state_machine.py",
@@ -131,8 +133,8 @@ MUTATIONS = [
         "a topic deleted and declared again does not inherit the old one's headers"),
     Mutation(
         "expiry-on-a-local-clock", "lazily_queue/replicated/expiry.py",
-        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken))",
-        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q, taken))",
+        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken),",
+        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q, taken),",
         ("tests/replicated/test_expiry_ops.py",),
         "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
     Mutation(
@@ -344,4 +346,44 @@ MUTATIONS = [
          "test_a_client_spreading_results_over_many_sessions_gives_up_its_own",),
         "a client spreading kept results over many sessions gives up its own before "
         "another client's"),
+    Mutation(
+        "expire-limit-feature-unrequired", "lazily_queue/raft/features.py",
+        "KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE})",
+        "KEPT_BY_OWNER_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member removing a whole expired backlog in one entry is refused at the handshake"),
+    Mutation(
+        "expire-sweep-unlimited", "lazily_queue/replicated/expiry.py",
+        "    limit = _limit(args)\n",
+        "    limit = None\n",
+        (f"{BACKLOG}::test_sweeps_remove_a_backlog_of_300_000_a_bounded_part_an_entry",),
+        "a sweep removes at most its limit of a backlog of expired elements"),
+    Mutation(
+        "expire-take-unlimited", "lazily_queue/replicated/expiry.py",
+        "_queue_pop(sm, name, q, taken),\n                               EXPIRE_LIMIT)",
+        "_queue_pop(sm, name, q, taken),\n                               None)",
+        (f"{BACKLOG}::test_pops_remove_a_bounded_part_of_a_backlog_and_never_hand_out_an_"
+         "expired_one",),
+        "a pop removes at most EXPIRE_LIMIT expired elements"),
+    Mutation(
+        "expire-take-past-limit-hands-out-expired", "lazily_queue/core/expiry_take.py",
+        "if expired == limit and _queue_head_expired(fifo, expiry, now):",
+        "if False:",
+        (f"{BACKLOG}::test_pops_remove_a_bounded_part_of_a_backlog_and_never_hand_out_an_"
+         "expired_one",),
+        "a pop that removed its limit of expired elements never hands out the next"),
+    Mutation(
+        "expire-claim-past-limit-hands-out-expired", "lazily_queue/core/expiry_take.py",
+        "if expired == limit and _expired_work_head(core, expiry, now) is not None:",
+        "if False:",
+        (f"{BACKLOG}::test_work_claims_and_sweeps_remove_a_bounded_part_of_a_backlog",),
+        "a claim that removed its limit of expired items never leases the next"),
+    Mutation(
+        "expire-sweep-not-repeated", "lazily_queue/maintenance.py",
+        "if code == ops.EXPIRE and result == EXPIRE_LIMIT]",
+        "if False]",
+        (f"{BACKLOG}::test_the_leaders_maintenance_sweeps_again_at_once_while_a_sweep_was_"
+         "cut_short",),
+        "the leader sweeps again at once while a sweep removed its limit"),
 ]

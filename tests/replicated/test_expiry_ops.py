@@ -9,6 +9,7 @@ import pytest
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.replicated import ops
 from lazily_queue.replicated.events import Expired
+from lazily_queue.replicated.expiry import EXPIRE_LIMIT
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import StateMachine
 
@@ -176,9 +177,10 @@ def test_the_leader_proposes_a_sweep_only_where_a_head_expired() -> None:
            [ops.TOPIC_PUBLISH, "t", "c"], stamp=1_000)
     view = ReadView(sm)
     assert due_operations(view, 1_400, gc_topics=False) == []
-    assert due_operations(view, 1_500, gc_topics=False) == [(ops.EXPIRE, ["w", "work_queue"])]
+    assert due_operations(view, 1_500, gc_topics=False) == [
+        (ops.EXPIRE, ["w", "work_queue", EXPIRE_LIMIT])]
     swept = due_operations(view, 2_000, gc_topics=False)
-    assert sorted(swept) == sorted((ops.EXPIRE, [n, k]) for n, k in
+    assert sorted(swept) == sorted((ops.EXPIRE, [n, k, EXPIRE_LIMIT]) for n, k in
                                    (("q", "queue"), ("w", "work_queue"), ("t", "topic")))
     assert _apply(sm, *[[code, *args] for code, args in swept], stamp=2_000) == [1, 1, 1]
     assert due_operations(view, 3_000, gc_topics=False) == []

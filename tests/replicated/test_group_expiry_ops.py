@@ -17,6 +17,7 @@ from lazily_queue.raft.snapshot import encode_snapshot
 from lazily_queue.raft.snapshot_format import decode_snapshot
 from lazily_queue.replicated import objects, ops
 from lazily_queue.replicated.events import OpApplied
+from lazily_queue.replicated.expiry import EXPIRE_LIMIT
 from lazily_queue.replicated.state_machine import StateMachine
 
 from .apply import apply_fresh as _apply
@@ -281,12 +282,14 @@ def test_expired_retained_elements_leave_a_group_at_once(own_ttl: bool,
     _apply(sm, [ops.GROUP_DECLARE, "t", "g", 1_000, 3, "head"],
            [ops.GROUP_DECLARE, "t", "h", 1_000, 3, "head"], stamp=1_199)
     _apply(sm, [ops.TOPIC_PUBLISH, "t", "live"], stamp=20_000)
-    # a sweep of one group and a claim of the other at 20_000: every retained element
-    # has expired, and leaves at once
+    # a sweep of one group and claims of the other at 20_000: every retained element
+    # has expired, and leaves at once (a claim removes EXPIRE_LIMIT at most)
     results, calls = _python_calls(sm, [ops.EXPIRE, "t:g", "work_queue"],
+                                   [ops.WORK_CLAIM, "t:h", "w", None],
                                    [ops.WORK_CLAIM, "t:h", "w", None], stamp=20_000, most=2_000)
-    assert calls <= 2_000, "the sweep and claim made a call per element"
-    assert results[0] == 20_000 and results[1][0]["value"] == "live"
+    assert calls <= 2_000, "the sweep and claims made a call per element"
+    assert EXPIRE_LIMIT == 10_000 and results[1][0] is None
+    assert results[0] == 20_000 and results[2][0]["value"] == "live"
     for name in ("t:g", "t:h"):
         assert sm.expiry[("work_queue", name)].expired == 20_000
         assert sm.expiry[("work_queue", name)].held_deadlines() == (
