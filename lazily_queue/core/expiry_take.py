@@ -22,20 +22,53 @@ from .work_scheduled import Fitting
 
 StampedPop = Callable[[], "tuple[list[Any], list[Run]] | QueuePopError"]
 """Pops one element with its run (``Fifo.pop_stamped(1)``), reporting the transition."""
+RunPop = Callable[[int], object]
+"""Pops ``k`` elements at once (``Fifo.pop_stamped(k)``), reporting each transition as
+``k`` pops of one would."""
 
 
 def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: StampedPop,
-                      limit: int | None = None) -> int:
+                      limit: int | None = None, pop_run: RunPop | None = None) -> int:
     """Remove the expired elements at the head with ``pop_one``, at most ``limit`` of
-    them (``None``: all); returns how many (added to ``expiry.expired``)."""
+    them (``None``: all); returns how many (added to ``expiry.expired``). With
+    ``pop_run``, a run of them found without a step per element
+    (:func:`_expired_run_at_head`) leaves in one call of it, with the same result."""
     n = 0
-    while ((limit is None or n < limit) and (head := fifo.head_id()) is not None
-           and expiry.is_expired(head[0], head[1], now)):
+    while limit is None or n < limit:
+        first, k = _expired_run_at_head(fifo, expiry, now) if pop_run else (0, 0)
+        if pop_run is not None and k > 1:
+            k = k if limit is None else min(k, limit - n)
+            pop_run(k)
+            if expiry.deadlines:
+                for element_id in range(first, first + k):
+                    expiry.forget(element_id)
+            n += k
+            continue
+        head = fifo.head_id()
+        if head is None or not expiry.is_expired(head[0], head[1], now):
+            break
         pop_one()
         expiry.forget(head[0])
         n += 1
     expiry.expired += n
     return n
+
+
+def _expired_run_at_head(fifo: Fifo[Any], expiry: Expiry, now: int) -> tuple[int, int]:
+    """``(first id, how many)`` of the elements of the head's run
+    (:meth:`~.fifo.Fifo.head_run`) expired at ``now`` in a row, when that takes no step
+    per element: all or none by the default ttl, or those expired by their own ttls
+    while the default spares the run; none when it would (own ttls under an expired
+    default: they may end later)."""
+    run = fifo.head_run()
+    if run is None or expiry.retained is not None:
+        return 0, 0
+    first, count, stamp = run
+    default = expiry.default_ms
+    by_default = default is not None and now >= stamp + default
+    if not expiry.deadlines:
+        return first, count if by_default else 0
+    return first, 0 if by_default else expiry.own_run(first, first + count, now) - first
 
 
 def _queue_head_expired(fifo: Fifo[Any], expiry: Expiry, now: int) -> bool:
@@ -44,7 +77,7 @@ def _queue_head_expired(fifo: Fifo[Any], expiry: Expiry, now: int) -> bool:
 
 
 def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: StampedPop,
-             limit: int | None = None
+             limit: int | None = None, pop_run: RunPop | None = None
              ) -> tuple[tuple[list[Any], list[Run]] | QueuePopError, int]:
     """Up to ``n`` live elements with their runs (as ``Fifo.pop_stamped``), or ``Empty``
     / ``Closed`` when none is live, and how many expired ones were removed on the way:
@@ -55,7 +88,7 @@ def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: Stamped
     expired = 0
     while len(values) < n:
         expired += expire_queue_head(fifo, expiry, now, pop_one,
-                                     None if limit is None else limit - expired)
+                                     None if limit is None else limit - expired, pop_run)
         if expired == limit and _queue_head_expired(fifo, expiry, now):
             if values:
                 break
@@ -133,5 +166,5 @@ def claim_live(core: WorkQueueCore, expiry: Expiry, worker: str, now: int, lease
     return leased, expired, mask
 
 
-__all__ = ["StampedPop", "age_frontier", "claim_live", "expire_queue_head", "expire_work_head",
-           "pop_live"]
+__all__ = ["RunPop", "StampedPop", "age_frontier", "claim_live", "expire_queue_head",
+           "expire_work_head", "pop_live"]

@@ -339,5 +339,15 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
             return self._runs[0][0], self._runs[0][2]
         return (self._tail_first, self._tail_stamp) if self._items else None
 
+    def head_run(self) -> tuple[int, int, int] | None:
+        """``(first id, count, stamp)`` of elements at the head pushed at one stamp with
+        ids in a row (a run of :meth:`id_state`), or ``None`` when empty."""
+        self._sync()
+        if self._runs:
+            first, count, stamp = self._runs[0]
+            return first, count, stamp
+        n = len(self._items) - self._explicit
+        return (self._tail_first, n, self._tail_stamp) if n else None
+
 
 __all__ = ["Clock", "Fifo", "FifoOps", "Report"]

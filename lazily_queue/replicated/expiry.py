@@ -28,12 +28,11 @@ Expired elements leave as pops (queue) or discards (work queue) and are reported
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..core import ids
 from ..core.expiry import Expiry, checked_ms
 from ..core.expiry_take import (
-    StampedPop,
     age_frontier,
     claim_live,
     expire_queue_head,
@@ -87,30 +86,37 @@ def _report(sm: StateMachine, kind: str, name: str, n: int) -> None:
 
 # -- queues -------------------------------------------------------------------------------
 
+class _StampedPops(Protocol):
+    """A :data:`~..core.expiry_take.StampedPop` of ``k`` elements (one unless told)."""
+
+    def __call__(self, k: int = 1, /) -> tuple[list[Any], list[ids.Run]] | QueuePopError: ...
+
+
 def _queue_pop(sm: StateMachine, name: str, q: Fifo[Any],
-               taken: dict[int, Headers] | None = None) -> StampedPop:
-    """``q``'s pop of one element that reports its transition (and, with ``taken``,
-    adds the headers of what it pops there)."""
-    def pop_one() -> tuple[list[Any], list[ids.Run]] | QueuePopError:
+               taken: dict[int, Headers] | None = None) -> _StampedPops:
+    """``q``'s pop of ``k`` elements (one unless told) that reports each transition (and,
+    with ``taken``, adds the headers of what it pops there): a
+    :data:`~..core.expiry_take.StampedPop` and a :data:`~..core.expiry_take.RunPop`."""
+    def pop(k: int = 1, /) -> tuple[list[Any], list[ids.Run]] | QueuePopError:
         pre = q.len()
         if taken is None:
-            result = q.pop_stamped(1)
+            result = q.pop_stamped(k)
         else:
-            got = q.pop_headers(1)
+            got = q.pop_headers(k)
             if isinstance(got, QueuePopError):
                 return got
             taken.update((i, h) for i, h in got[2])
             result = got[0], got[1]
         if not isinstance(result, QueuePopError):
-            sm.emit(QueueChanged(name, POP, pre))
+            sm.events.extend([QueueChanged(name, POP, pre - i) for i in range(len(result[0]))])
         return result
-    return pop_one
+    return pop
 
 
 def expire_queue(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry,
                  limit: int | None) -> None:
-    _report(sm, "queue", name,
-            expire_queue_head(q, expiry, sm.now, _queue_pop(sm, name, q), limit))
+    pop = _queue_pop(sm, name, q)
+    _report(sm, "queue", name, expire_queue_head(q, expiry, sm.now, pop, limit, pop))
 
 
 def queue_take(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry, n: int,
@@ -119,8 +125,8 @@ def queue_take(sm: StateMachine, name: str, q: Fifo[Any], expiry: Expiry, n: int
     live elements only (``[values, runs]`` when ``stamped``, else the values), at most
     :data:`EXPIRE_LIMIT` expired ones removed; with ``taken``, the headers of every
     element popped (expired ones too) land there."""
-    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken),
-                               EXPIRE_LIMIT)
+    pop = _queue_pop(sm, name, q, taken)
+    result, expired = pop_live(q, expiry, sm.now, n, pop, EXPIRE_LIMIT, pop)
     _report(sm, "queue", name, expired)
     if isinstance(result, QueuePopError):
         return result

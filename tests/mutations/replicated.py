@@ -133,8 +133,8 @@ MUTATIONS = [
         "a topic deleted and declared again does not inherit the old one's headers"),
     Mutation(
         "expiry-on-a-local-clock", "lazily_queue/replicated/expiry.py",
-        "    result, expired = pop_live(q, expiry, sm.now, n, _queue_pop(sm, name, q, taken),",
-        "    result, expired = pop_live(q, expiry, 0, n, _queue_pop(sm, name, q, taken),",
+        "    result, expired = pop_live(q, expiry, sm.now, n, pop, EXPIRE_LIMIT, pop)",
+        "    result, expired = pop_live(q, expiry, 0, n, pop, EXPIRE_LIMIT, pop)",
         ("tests/replicated/test_expiry_ops.py",),
         "a pop decides expiry at its own entry's leader stamp, not before a sweep"),
     Mutation(
@@ -361,8 +361,8 @@ MUTATIONS = [
         "a sweep removes at most its limit of a backlog of expired elements"),
     Mutation(
         "expire-take-unlimited", "lazily_queue/replicated/expiry.py",
-        "_queue_pop(sm, name, q, taken),\n                               EXPIRE_LIMIT)",
-        "_queue_pop(sm, name, q, taken),\n                               None)",
+        "pop_live(q, expiry, sm.now, n, pop, EXPIRE_LIMIT, pop)",
+        "pop_live(q, expiry, sm.now, n, pop, None, pop)",
         (f"{BACKLOG}::test_pops_remove_a_bounded_part_of_a_backlog_and_never_hand_out_an_"
          "expired_one",),
         "a pop removes at most EXPIRE_LIMIT expired elements"),
@@ -379,6 +379,12 @@ MUTATIONS = [
         "if False:",
         (f"{BACKLOG}::test_work_claims_and_sweeps_remove_a_bounded_part_of_a_backlog",),
         "a claim that removed its limit of expired items never leases the next"),
+    Mutation(
+        "expire-run-of-live-elements", "lazily_queue/core/expiry_take.py",
+        "        return first, count if by_default else 0\n",
+        "        return first, count\n",
+        ("tests/core/test_expiry_runs.py",),
+        "a run of expired elements leaving at once is the run one by one would remove"),
     Mutation(
         "expire-sweep-not-repeated", "lazily_queue/maintenance.py",
         "if code == ops.EXPIRE and result == EXPIRE_LIMIT]",
