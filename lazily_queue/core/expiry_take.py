@@ -57,18 +57,17 @@ def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: Stampe
 def _expired_run_at_head(fifo: Fifo[Any], expiry: Expiry, now: int) -> tuple[int, int]:
     """``(first id, how many)`` of the elements of the head's run
     (:meth:`~.fifo.Fifo.head_run`) expired at ``now`` in a row, when that takes no step
-    per element: all or none by the default ttl, or those expired by their own ttls
-    while the default spares the run; none when it would (own ttls under an expired
-    default: they may end later)."""
+    per element: all or none by the default ttl (none of them with a ttl of its own),
+    or those expired by their own ttls while the default spares the run; none when it
+    would (own ttls under an expired default: they may end later)."""
     run = fifo.head_run()
     if run is None or expiry.retained is not None:
         return 0, 0
     first, count, stamp = run
     default = expiry.default_ms
-    by_default = default is not None and now >= stamp + default
-    if not expiry.deadlines:
-        return first, count if by_default else 0
-    return first, 0 if by_default else expiry.own_run(first, first + count, now) - first
+    if default is not None and now >= stamp + default:
+        return first, count if expiry.own_between(first, first + count) is False else 0
+    return first, expiry.own_run(first, first + count, now) - first
 
 
 def _queue_head_expired(fifo: Fifo[Any], expiry: Expiry, now: int) -> bool:

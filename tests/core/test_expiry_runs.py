@@ -84,6 +84,7 @@ def test_the_runs_of_one_push_many_leave_in_one_pop_each() -> None:
         for i in range(5_000):
             fifo.push_stamped(i, stamp)
     fifo.push_stamped("live", 5_000)
+    expiry.note(fifo.next_id() - 1, 5_000, 3_600_000)  # a ttl of its own, after the runs
     calls: list[int] = []
 
     def pop(k: int = 1) -> Any:
