@@ -57,7 +57,8 @@ class NatsReads:
         finally:
             if not pulling.done():  # its inbox is dropped in the background
                 pulling.cancel()
-                pulling.add_done_callback(lambda t: t.cancelled() or t.exception())
+            # its outcome is read also when the lookup above raised after it ended
+            pulling.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     async def _created_since(self, stream: str, consumer: str, when: datetime) -> bool:
         """Whether ``consumer`` of ``stream`` was created at ``when`` or later; raises
