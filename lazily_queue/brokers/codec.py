@@ -6,7 +6,9 @@ of the same types. Anything else is refused before it is sent.
 
 Anything the broker holds may have been written by another program, so decoding uses
 :data:`lazily_transports.safe_cbor.VALUES` (bounded size, depth and tags). A payload that
-does not decode is delivered as :class:`Undecodable` (its raw bytes), never dropped.
+does not decode, or holds bytes after its value (plain text such as ``hello world``
+starts with a short CBOR string), is delivered as :class:`Undecodable` (its raw bytes),
+never dropped nor cut.
 """
 
 from __future__ import annotations
@@ -60,6 +62,6 @@ def encode(value: Any) -> bytes:
 def decode(data: bytes) -> Any:
     """The value in ``data``, or :class:`Undecodable` when it is not one."""
     try:
-        return VALUES.loads(data, max_bytes=MAX_VALUE_BYTES)
+        return VALUES.loads(data, max_bytes=MAX_VALUE_BYTES, whole=True)
     except UntrustedDataError as exc:
         return Undecodable(bytes(data), str(exc))

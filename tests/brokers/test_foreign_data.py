@@ -1,6 +1,7 @@
 """Records another program wrote into a broker object's keys or streams (dead letters,
-subscriptions) with fields this library would not write: the mirror still refreshes,
-shows what it can (a value that does not decode as ``Undecodable``), and drops nothing."""
+subscriptions, elements) with fields or payloads this library would not write: the
+mirror still refreshes, shows what it can (a value that does not decode as
+``Undecodable``), and drops nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from lazily_queue import connect
+from lazily_queue.brokers.codec import Undecodable
 from lazily_queue.brokers.servers import BrokerServer
 
 from .conftest import fresh
@@ -70,3 +72,29 @@ async def test_a_subscription_record_another_program_wrote_is_skipped(
         assert "theirs" not in news.storage.subscriptions()
         assert (await news.storage.poll("mine")).result == "hello"
         assert (await news.storage.gc()).result == 1
+
+
+async def test_plain_text_another_program_queued_arrives_whole_as_undecodable(
+    server: tuple[str, BrokerServer],
+) -> None:
+    """Text starts with a byte that is a short CBOR string's head (``h``: 8 characters):
+    decoding it alone made ``hello world`` arrive as the value ``'ello wor'``."""
+    kind, broker = server
+    name = fresh("foreign")
+    texts = [b"hello world", b"123", b"x" * 200]
+    async with connect(broker.url) as client:
+        q = client.queue(name)
+        await q.push("mine")
+        if kind == "redis":
+            r = aioredis.Redis.from_url(broker.url)
+            await r.rpush(f"lq:{{q:{name}}}:list", *texts)
+            await r.aclose()
+        else:
+            nc = await nats.connect(broker.url)
+            for text in texts:
+                await nc.jetstream().publish(f"lq.q.{name}", text)
+            await nc.close()
+        await q.push("mine too")
+        got = [await q.pop(timeout=5) for _ in range(5)]
+    assert got[0] == "mine" and got[4] == "mine too"
+    assert [v.data for v in got[1:4] if isinstance(v, Undecodable)] == texts

@@ -374,3 +374,15 @@ def test_large_decodes_leave_the_garbage_collector_as_they_found_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("item", [0, "hi", "x" * 120, list(range(5000)), b"z" * 70000])
+def test_whole_refuses_bytes_after_the_item_and_takes_the_item_alone(item: Any) -> None:
+    data = cbor2.dumps(item)
+    assert VALUES.loads(data, max_bytes=1 << 20, whole=True) == item
+    for tail in (b"\x00", b"junk" * 1000):
+        assert VALUES.loads(data + tail, max_bytes=1 << 20) == item
+        with pytest.raises(UntrustedDataError, match=f"{len(tail)} of its"):
+            VALUES.loads(data + tail, max_bytes=1 << 20, whole=True)
+    with pytest.raises(UntrustedDataError):
+        VALUES.loads(data[:-1], max_bytes=1 << 20, whole=True)

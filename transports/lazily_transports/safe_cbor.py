@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import io
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
@@ -184,12 +185,14 @@ class CBORProfile:
         return f"CBORProfile({self.name!r}, max_depth={self.max_depth}, tags={sorted(self.tags)})"
 
     def loads(
-        self, data: bytes | bytearray | memoryview, *, max_bytes: int, max_depth: int | None = None
+        self, data: bytes | bytearray | memoryview, *, max_bytes: int, max_depth: int | None = None,
+        whole: bool = False,
     ) -> Any:
         """Decode one CBOR item or raise :class:`UntrustedDataError` naming what was refused.
 
         ``max_depth`` may lower (never raise) the profile's depth for this call. Bytes
-        after the first item are ignored, as cbor2 does. Inputs over
+        after the first item are ignored, as cbor2 does, unless ``whole`` (then they are
+        refused: the input is not one item). Inputs over
         :data:`GC_PAUSE_BYTES` are decoded with the garbage collector paused: what they
         decode to holds no cycle, and scanning millions of fresh containers would more
         than double the cost.
@@ -198,24 +201,27 @@ class CBORProfile:
         if size > max_bytes:
             raise UntrustedDataError(f"{size} bytes exceed the {max_bytes}-byte limit")
         depth = self.max_depth if max_depth is None else min(max_depth, self.max_depth)
+        options: dict[str, Any] = {
+            "tag_hook": _refuse_unknown, "semantic_decoders": self._decoders,
+            "max_depth": depth, "allow_indefinite": False, "allow_duplicate_keys": False,
+            "strict_hashable_types": True}
         pause = size > GC_PAUSE_BYTES and gc.isenabled()
         if pause:
             gc.disable()
         try:
-            return cbor2.loads(
-                data,
-                tag_hook=_refuse_unknown,
-                semantic_decoders=self._decoders,
-                max_depth=depth,
-                allow_indefinite=False,
-                allow_duplicate_keys=False,
-                strict_hashable_types=True,
-            )
+            if not whole:
+                return cbor2.loads(data, **options)
+            fp = io.BytesIO(data)
+            value = cbor2.CBORDecoder(fp, **options).decode()
         except Exception as exc:  # cbor2 raises CBORDecodeError (and EOF) on bad input
             raise UntrustedDataError(_reason(exc)) from None
         finally:
             if pause:
                 gc.enable()
+        if fp.tell() != size:
+            raise UntrustedDataError(
+                f"{size - fp.tell()} of its {size} bytes follow the first item")
+        return value
 
 
 @contextmanager
