@@ -21,7 +21,19 @@ local function whole_topic(make)
 end
 """
 
-_SUBS = """
+# An entry another program added to the stream (XADD) is an element at its position:
+# the end offset follows the stream when it holds more entries than the offsets count.
+_FOREIGN = """
+local function adopt(stream, meta_key)
+  local base = tonumber(redis.call('HGET', meta_key, 'base') or '0')
+  local length = redis.call('XLEN', stream)
+  if base + length > tonumber(redis.call('HGET', meta_key, 'end') or '0') then
+    redis.call('HSET', meta_key, 'end', base + length)
+  end
+end
+"""
+
+_SUBS = _FOREIGN + """
 local function record(subs, id)
   local raw = redis.call('HGET', subs, id)
   if not raw then return nil end
@@ -67,9 +79,10 @@ return 1
 """
 
 # ARGV: channel, then the values -> their offsets
-TOPIC_PUBLISH = _NOTIFY + _WHOLE_TOPIC + """
+TOPIC_PUBLISH = _NOTIFY + _WHOLE_TOPIC + _FOREIGN + """
 local lost = whole_topic(true)
 if lost then return lost end
+adopt(KEYS[1], KEYS[3])
 local offsets = {}
 for i = 2, #ARGV do
   redis.call('XADD', KEYS[1], '*', 'v', ARGV[i])
@@ -83,6 +96,7 @@ return offsets
 TOPIC_SUBSCRIBE = _NOTIFY + _SUBS + _WHOLE_TOPIC + """
 local lost = whole_topic(true)
 if lost then return lost end
+adopt(KEYS[1], KEYS[3])
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 if rec then
@@ -127,6 +141,7 @@ if lost then return lost end
 local id = ARGV[1]
 local rec = record(KEYS[2], id)
 if not rec or not rec[2] then return -1 end
+adopt(KEYS[1], KEYS[3])
 local last = meta(KEYS[3], 'end')
 local target = tonumber(ARGV[2])
 if target < 0 then target = rec[3] + 1 end
@@ -150,6 +165,7 @@ local value = false
 if read then
   local entries = read[1][2]
   local fields = entries[#entries][2]
+  value = ''  -- an entry without one (another program's) is an undecodable element
   for i = 1, #fields, 2 do if fields[i] == 'v' then value = fields[i + 1] end end
 end
 rec[3] = target
@@ -161,6 +177,7 @@ return {target, value}
 TOPIC_GC = _NOTIFY + _SUBS + _WHOLE_TOPIC + """
 local lost = whole_topic(false)
 if lost then return lost end
+adopt(KEYS[1], KEYS[3])
 local base, last = meta(KEYS[3], 'base'), meta(KEYS[3], 'end')
 local frontier = nil
 local subs = redis.call('HGETALL', KEYS[2])
@@ -203,8 +220,12 @@ local lost = whole_topic(false)
 if lost then return lost end
 local after = ARGV[1]
 local start = after == '-' and '-' or '(' .. after
-return {redis.call('HGET', KEYS[3], 'base') or '0', redis.call('HGET', KEYS[3], 'end') or '0',
-        redis.call('HGETALL', KEYS[2]), redis.call('XRANGE', KEYS[1], start, '+')}
+local base = tonumber(redis.call('HGET', KEYS[3], 'base') or '0')
+-- counting the entries another program added, as the next write adopts them
+local last = math.max(tonumber(redis.call('HGET', KEYS[3], 'end') or '0'),
+                      base + redis.call('XLEN', KEYS[1]))
+return {base, last, redis.call('HGETALL', KEYS[2]),
+        redis.call('XRANGE', KEYS[1], start, '+')}
 """
 
 # ARGV: base, channel, number of values, the values, then (id, durability, connected,

@@ -98,3 +98,27 @@ async def test_plain_text_another_program_queued_arrives_whole_as_undecodable(
         got = [await q.pop(timeout=5) for _ in range(5)]
     assert got[0] == "mine" and got[4] == "mine too"
     assert [v.data for v in got[1:4] if isinstance(v, Undecodable)] == texts
+
+
+async def test_entries_another_program_added_to_a_redis_topic_are_elements(
+    redis_server: BrokerServer,
+) -> None:
+    """A foreign ``XADD`` to a topic's stream took an offset the topic did not count: the
+    advance past it returned nothing and moved the cursor to the end, so the element
+    published after it was never delivered, and ``gc`` said entries were deleted."""
+    name = fresh("foreign")
+    async with connect(redis_server.url) as client:
+        news = client.topic(name)
+        await news.subscribe("s")
+        await news.publish("mine")
+        r = aioredis.Redis.from_url(redis_server.url)
+        await r.xadd(f"lq:{{t:{name}}}:stream", {"x": "no value field"})
+        await r.xadd(f"lq:{{t:{name}}}:stream", {"v": b"hello world"})
+        await r.aclose()
+        assert await news.publish("mine too") == 3
+        got = [await news.poll("s") for _ in range(5)]
+        assert got[0] == "mine" and got[3] == "mine too" and got[4] is None
+        assert [v.data for v in got[1:3] if isinstance(v, Undecodable)] == [b"", b"hello world"]
+        await news.storage.sync()  # type: ignore[attr-defined]
+        assert news.storage.end_offset() == 4
+        assert (await news.storage.gc()).result == 4
