@@ -61,7 +61,8 @@ log = logging.getLogger(__name__)
 STREAM_NAME_IN_USE = 10058
 #: JetStream's answer when another stream already takes the subjects.
 SUBJECTS_OVERLAP = 10065
-MAX_MESSAGES_EXCEEDED = 10077
+#: A stream's own limit refused a message; ``max_msgs`` (a capacity) says MAX_MESSAGES.
+MAX_MESSAGES_EXCEEDED, MAX_MESSAGES = 10077, "maximum messages exceeded"
 #: JetStream's answers when its storage or memory (server or account limit) is used up:
 #: insufficient resources, memory resources exceeded, storage resources exceeded.
 INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
@@ -237,6 +238,11 @@ class NatsJetStreamStorage(NatsReads):
                     f"{doing} ({exc.description}); nothing was stored: consume (pulls and "
                     "acks still work), or raise the server's or account's max_file_store "
                     "/ max_memory_store") from None
+            if exc.err_code == MAX_MESSAGES_EXCEEDED:
+                raise BrokerOutOfMemory(
+                    f"nats at {self.address}: a limit of the stream refused {doing} "
+                    f"({exc.description}); nothing was stored: consume (pulls and acks still "
+                    "work), or raise the stream's max_bytes / max_msgs(_per_subject)") from None
             if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (
                     None, JETSTREAM_UNAVAILABLE):
                 raise BrokerUnavailable(

@@ -51,7 +51,7 @@ from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import QueueMirror
-from .nats_backend import MAX_INT, MAX_MESSAGES_EXCEEDED, check_within
+from .nats_backend import MAX_INT, MAX_MESSAGES, MAX_MESSAGES_EXCEEDED, check_within
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 
@@ -199,7 +199,7 @@ class NatsQueueStorage(QueueMirror[T]):
             else:
                 ack = await b.publish_once(self.subject, data, msg_id)
         except jserr.APIError as exc:
-            if exc.err_code != MAX_MESSAGES_EXCEEDED:
+            if exc.err_code != MAX_MESSAGES_EXCEEDED or exc.description != MAX_MESSAGES:
                 async with b.errors(f"pushing to {self.stream}"):
                     raise
             await self.sync()

@@ -142,3 +142,32 @@ async def test_a_push_to_a_full_jetstream_names_the_fix_and_workers_drain_it(
         delivery = await jobs.claim("w", timeout=5)
         await jobs.ack("w", delivery.delivery_id)
         await jobs.push("fits again")
+
+
+async def _limit_stream_bytes(url: str, stream: str, max_bytes: int) -> None:
+    import nats
+
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    config = (await js.stream_info(stream)).config
+    config.max_bytes = max_bytes
+    await js.update_stream(config)
+    await nc.close()
+
+
+async def test_a_queue_stream_full_by_its_own_byte_limit_refuses_pushes_naming_it(
+    nats_server: BrokerServer,
+) -> None:
+    """A queue's stream whose ``max_bytes`` an operator set (it discards new messages):
+    the push of an unbounded queue took the refusal for its capacity and waited for room
+    forever."""
+    async with connect(nats_server.url) as client:
+        queue = client.queue(fresh("bytes"))
+        await queue.push("head")
+        await _limit_stream_bytes(nats_server.url, queue.storage.stream,  # type: ignore[attr-defined]
+                                  20_000)
+        with pytest.raises(BrokerOutOfMemory, match=r"maximum bytes exceeded.*consume.*max_bytes"):
+            for _ in range(100):
+                await asyncio.wait_for(queue.push("x" * 1000), 10)
+        assert await queue.pop(timeout=5) == "head"
+        await queue.push("fits again")
