@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +114,11 @@ def wall(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     clock = FakeClock(time.time())
     monkeypatch.setattr(time, "time", clock)
     return clock
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short temporary directory (Unix socket paths are limited to 107 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="lq-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -42,13 +40,6 @@ WEB, READER = b"token-of-the-web-tier", b"token-of-the-reader"
 WORKER = b"token-of-a-consumer"
 EVERY = b"token-of-every-permission"
 SECRET = b"the-cluster-secret"
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqc-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -6,13 +6,15 @@ Ops that hold many containers also group fewer to a proposal."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import uuid
+from collections.abc import AsyncIterator
 from decimal import Decimal
 
 import pytest
 
-from lazily_queue import ClientAccess, ClientGrant, Credentials, connect
+from lazily_queue import Client, ClientAccess, ClientGrant, Credentials, Node, connect
 from lazily_queue.client.batching import PendingOp, group
 from lazily_queue.errors import MessageTooLarge
 from lazily_queue.raft.values import CONTAINER_BYTES, containers
@@ -32,39 +34,44 @@ def test_containers_are_counted_at_every_level_and_counting_stops_past_the_limit
     assert containers(["q", scalars, Decimal(2)], 100) == 7
 
 
-async def test_a_push_of_too_many_decimals_is_refused_before_it_is_proposed() -> None:
+@contextlib.asynccontextmanager
+async def _client_of_a_small_member() -> AsyncIterator[tuple[Node, Client]]:
+    """A member whose messages hold at most 64 KiB, and a client linked to it."""
     async with one_member(max_message_bytes=64 * 1024) as node:
         assert node.listen is not None
-        most = 64 * 1024 // CONTAINER_BYTES
         async with connect(node.listen, Credentials("web", TOKEN), op_timeout=5) as client:
-            q = client.queue("q")
-            await q.push(0)  # declared, the session registered
-            proposed = node.driver.replica.proposals
-            with pytest.raises(MessageTooLarge, match=f"more than {most} lists.*decimals"):
-                await q.push([Decimal("1.5")] * most)  # and the list holding them
-            assert node.driver.replica.proposals == proposed
-            await q.push([Decimal("1.5")] * (most - 1))
+            yield node, client
+
+
+async def test_a_push_of_too_many_decimals_is_refused_before_it_is_proposed() -> None:
+    most = 64 * 1024 // CONTAINER_BYTES
+    async with _client_of_a_small_member() as (node, client):
+        q = client.queue("q")
+        await q.push(0)  # declared, the session registered
+        proposed = node.driver.replica.proposals
+        with pytest.raises(MessageTooLarge, match=f"more than {most} lists.*decimals"):
+            await q.push([Decimal("1.5")] * most)  # and the list holding them
+        assert node.driver.replica.proposals == proposed
+        await q.push([Decimal("1.5")] * (most - 1))
         await node.barrier()
         held = node.view.queue("q").elements()  # type: ignore[union-attr]
         assert held[0] == 0 and len(held[1]) == most - 1
 
 
 async def test_a_push_of_too_many_containers_is_refused_and_a_flat_one_taken() -> None:
-    async with one_member(max_message_bytes=64 * 1024) as node:
-        assert node.listen is not None
-        most = 64 * 1024 // CONTAINER_BYTES
-        async with connect(node.listen, Credentials("web", TOKEN), op_timeout=5) as client:
-            q = client.queue("q")
-            with pytest.raises(MessageTooLarge, match=f"more than {most} lists, tuples, "
-                               "dicts and sets") as caught:
-                await q.push([[] for _ in range(most + 1)])
-            assert caught.value.limit == 64 * 1024
-            await q.push([[] for _ in range(most - 1)])  # and the list holding them
-            await q.push(list(range(10_000)))
-            assert client.links == 1
+    most = 64 * 1024 // CONTAINER_BYTES
+    async with _client_of_a_small_member() as (node, client):
+        q = client.queue("q")
+        with pytest.raises(MessageTooLarge, match=f"more than {most} lists, tuples, "
+                           "dicts and sets") as caught:
+            await q.push([[] for _ in range(most + 1)])
+        assert caught.value.limit == 64 * 1024
+        await q.push([[] for _ in range(most - 1)])  # and the list holding them
+        await q.push(list(range(10_000)))
+        assert client.links == 1
         await node.barrier()
         assert [len(v) for v in node.view.queue("q").elements()] == [  # type: ignore[union-attr]
-            most - 1, 10_000]
+        most - 1, 10_000]
 
 
 async def test_a_give_back_of_a_take_holding_more_containers_than_a_push_is_taken() -> None:

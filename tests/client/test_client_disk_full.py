@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +20,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 TOKEN = "token-of-the-producer"
 CLIENTS = "\n".join(['durability = "fsync"', "[[client]]", 'name = "producer"',
                      'token_env = "TOKEN_PRODUCER"', 'produce = ["*"]'])
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqd-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 async def test_a_full_disk_fails_ops_at_their_timeout_without_relinking_in_a_loop(

@@ -4,9 +4,6 @@ agrees with its ``applied``, and, once the member restarts on the full disk,
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,13 +14,6 @@ from tests.tmpfs import fill, mounted_tmpfs
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 TOKEN = "token-of-the-producer"
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqf-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _member(root: Path, disk: Path) -> Node:

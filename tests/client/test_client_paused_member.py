@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +20,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 TOKEN = "token-of-the-producer"
 CLIENTS = "\n".join(["[[client]]", 'name = "producer"', 'token_env = "TOKEN_PRODUCER"',
                      'produce = ["*"]'])
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqs-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 async def test_a_client_whose_leader_is_paused_goes_on_through_the_others(

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import shutil
 import ssl
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +19,6 @@ from lazily_queue import AccessDenied, ClientAccess, ClientGrant, Node, Unreacha
 pytestmark = pytest.mark.timeout(60)
 
 TOKEN = b"token-of-the-web-tier"
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqt-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _contexts(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:

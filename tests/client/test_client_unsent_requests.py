@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -26,13 +24,6 @@ CLIENTS = "\n".join(["[[client]]", 'name = "producer"', 'token_env = "TOKEN_PROD
                      'produce = ["*"]', 'consume = ["*"]'])
 #: Pushes of this many bytes each, more in all than the socket's and the link's buffers.
 SIZE, COUNT = 900_000, 12
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqu-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @contextmanager

@@ -6,10 +6,7 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,13 +20,6 @@ TOKEN = "token-of-the-producer"
 CLIENTS = "\n".join(["[[client]]", 'name = "producer"', 'token_env = "TOKEN_PRODUCER"',
                      'produce = ["*"]', 'consume = ["*"]'])
 PUSHES = 1500
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqw-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _start(configs: list[Path]) -> list[NodeProc]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +36,6 @@ pytestmark = pytest.mark.timeout(60)
 TOKEN = b"token-of-the-web-tier"
 #: Slots of the member's whole budget (no reserve for light clients at this size).
 TOTAL = 3
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="lqr-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -95,7 +86,6 @@ async def test_a_transaction_whose_op_code_is_not_a_number_is_refused_and_served
     async with connect(member.listen, Credentials("web", TOKEN), op_timeout=5) as client:
         await client.queue("jobs").push("served")  # the member still serves its clients
     assert member.view.queue("jobs").elements() == ["served"]  # type: ignore[union-attr]
-
 
 
 async def test_refused_names_are_not_kept_by_the_member(member: Node) -> None:

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from transport_helpers import address_for
-
-
-@pytest.fixture
-def short_tmp() -> Iterator[Path]:
-    """A short temporary directory (Unix socket paths are limited to 107 bytes)."""
-    path = Path(tempfile.mkdtemp(prefix="lq-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(params=["memory", "unix", "tcp", "ws"])
