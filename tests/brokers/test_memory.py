@@ -11,7 +11,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from lazily_queue import connect
-from lazily_queue.brokers import BrokerError, BrokerOutOfMemory
+from lazily_queue.brokers import BrokerError, BrokerOutOfMemory, IncompatibleBrokerObject
 from lazily_queue.brokers.servers import BrokerServer, NatsServer, RedisServer
 
 from .conftest import _server, fresh
@@ -171,3 +171,36 @@ async def test_a_queue_stream_full_by_its_own_byte_limit_refuses_pushes_naming_i
                 await asyncio.wait_for(queue.push("x" * 1000), 10)
         assert await queue.pop(timeout=5) == "head"
         await queue.push("fits again")
+
+
+async def test_a_work_queue_stream_limited_to_discard_its_oldest_items_is_refused(
+    nats_server: BrokerServer,
+) -> None:
+    """An operator's ``max_bytes`` on a work queue's stream, which discards old messages
+    by default: pushes deleted the oldest pending items silently. The work queue is
+    refused where it is opened until the stream refuses new messages instead."""
+    import nats
+    from nats.js.api import DiscardPolicy
+
+    name = fresh("wbytes")
+    async with connect(nats_server.url) as client:
+        jobs = client.work_queue(name)
+        await jobs.push("first")
+        stream = jobs.storage.stream  # type: ignore[attr-defined]
+        await _limit_stream_bytes(nats_server.url, stream, 20_000)
+    async with connect(nats_server.url) as client:
+        with pytest.raises(IncompatibleBrokerObject,
+                           match=rf"stream {stream} has max_bytes 20000 .*--discard new"):
+            await client.work_queue(name).push("second")
+    nc = await nats.connect(nats_server.url)
+    config = (await nc.jetstream().stream_info(stream)).config
+    config.discard = DiscardPolicy.NEW
+    await nc.jetstream().update_stream(config)
+    await nc.close()
+    async with connect(nats_server.url) as client:
+        jobs = client.work_queue(name)
+        with pytest.raises(BrokerOutOfMemory, match="maximum bytes exceeded"):
+            for _ in range(100):
+                await asyncio.wait_for(jobs.push("x" * 1000), 10)
+        delivery = await jobs.claim("w", timeout=5)
+        assert delivery.value == "first"
