@@ -29,7 +29,7 @@ import redis.exceptions as rexc
 
 from ..names import check_name
 from . import redis_once_scripts, redis_queue_scripts, redis_scripts, redis_topic_scripts
-from .errors import BrokerUnavailable, UnsupportedAddress
+from .errors import BrokerUnavailable, IncompatibleBrokerObject, UnsupportedAddress
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
 from .redis_errors import mapped_errors
 
@@ -163,6 +163,32 @@ class RedisStreamsStorage:
                 f"redis at {self.address} did not answer within {CONNECT_TIMEOUT:g} s of "
                 "connecting: check the host and port, and that the server is running and "
                 "not overloaded") from None
+        await self._check_eviction()
+
+    async def _check_eviction(self) -> None:
+        """Refuse a server that deletes keys when it runs short of memory (a
+        ``maxmemory`` with a policy other than ``noeviction``, as a cache has): it would
+        drop queued elements, or the keys remembering msg_ids, silently. A server that
+        does not let this client read its settings (``CONFIG`` refused or renamed) is
+        taken as it is, with one warning."""
+        async with self.errors("reading its maxmemory-policy"):
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT):
+                    policy = (await self.client.config_get("maxmemory-policy")).get(
+                        "maxmemory-policy", "")
+                    limit = (await self.client.config_get("maxmemory")).get("maxmemory", "0")
+            except (rexc.ResponseError, TimeoutError) as exc:
+                log.warning("redis at %s: cannot read its maxmemory-policy (%s); make sure "
+                            "it never evicts keys (noeviction), or queued elements can "
+                            "vanish", self.address, exc)
+                return
+        if policy != "noeviction" and str(limit) not in ("", "0"):
+            raise IncompatibleBrokerObject(
+                f"redis at {self.address} evicts keys when it reaches its maxmemory "
+                f"({limit} bytes, maxmemory-policy {policy}), which would drop queued "
+                "elements (or the keys that remember msg_ids) silently: set "
+                "maxmemory-policy noeviction (pushes are then refused with "
+                "BrokerOutOfMemory when it is full) or use another server than a cache")
 
     # -- objects -------------------------------------------------------------------------
 

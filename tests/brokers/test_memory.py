@@ -204,3 +204,48 @@ async def test_a_work_queue_stream_limited_to_discard_its_oldest_items_is_refuse
                 await asyncio.wait_for(jobs.push("x" * 1000), 10)
         delivery = await jobs.claim("w", timeout=5)
         assert delivery.value == "first"
+
+
+async def test_a_redis_that_evicts_any_key_at_its_maxmemory_is_refused_at_connect(
+    redis_server: BrokerServer,
+) -> None:
+    """A cache's settings (``maxmemory`` with ``allkeys-lru``, or ``volatile-lru``,
+    which evicts the keys remembering msg_ids) would drop queued elements or ids
+    silently; without ``maxmemory`` nothing is evicted."""
+    admin = aioredis.Redis.from_url(redis_server.url)
+    try:
+        await admin.config_set("maxmemory-policy", "allkeys-lru")
+        await admin.config_set("maxmemory", 100 * 1024 * 1024)
+        with pytest.raises(IncompatibleBrokerObject,
+                           match=r"evicts keys .*allkeys-lru.*set maxmemory-policy noeviction"):
+            async with connect(redis_server.url):
+                pass
+        await admin.config_set("maxmemory-policy", "volatile-lru")
+        with pytest.raises(IncompatibleBrokerObject, match=r"volatile-lru.*msg_ids"):
+            async with connect(redis_server.url):
+                pass
+        await admin.config_set("maxmemory-policy", "allkeys-lru")
+        await admin.config_set("maxmemory", 0)
+        async with connect(redis_server.url) as client:
+            await client.queue(fresh("unlimited")).push("kept")
+    finally:
+        await admin.config_set("maxmemory-policy", "noeviction")
+        await admin.config_set("maxmemory", 0)
+        await admin.aclose()
+
+
+async def test_a_redis_user_that_may_not_read_the_config_connects_with_one_warning(
+    redis_server: BrokerServer, caplog: pytest.LogCaptureFixture,
+) -> None:
+    admin = aioredis.Redis.from_url(redis_server.url)
+    await admin.acl_setuser("noconfig", enabled=True, passwords=["+secret-of-noconfig"],
+                            keys=["*"], channels=["*"], commands=["+@all", "-config"])
+    url = redis_server.url.replace("redis://", "redis://noconfig:secret-of-noconfig@")
+    try:
+        async with connect(url) as client:
+            await client.queue(fresh("noconfig")).push("kept")
+    finally:
+        await admin.acl_deluser("noconfig")
+        await admin.aclose()
+    warned = [r.getMessage() for r in caplog.records if "maxmemory-policy" in r.getMessage()]
+    assert len(warned) == 1 and "never evicts keys" in warned[0]
