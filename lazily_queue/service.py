@@ -30,7 +30,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
-from .datadir import DataDirectoryLocked, disk_problem
+from .datadir import DataDirectoryLocked, DirectoryLock, disk_problem
 from .link_trouble import (
     LinkTrouble,
     RefusalHints,
@@ -114,7 +114,11 @@ class NodeService:
             output.addFilter(files)
             output.addFilter(hints)
         try:
-            await self._http.bind()
+            try:
+                await self._http.bind()
+            except ConfigError:
+                self._check_directory_free()  # a running node's twin: say so, not its port
+                raise
             self.node = node = config.node(secret=secret)
             await self._start_node(node)
             self.monitor = Monitor(node, named_objects=config.metrics_named_objects)
@@ -177,6 +181,17 @@ class NodeService:
         return code
 
     # -- steps ------------------------------------------------------------------------------
+
+    def _check_directory_free(self) -> None:
+        """:class:`ConfigError` when another running node holds the data directory."""
+        lock = DirectoryLock(self.config.data_dir)
+        try:
+            lock.acquire()
+        except DataDirectoryLocked as exc:
+            raise ConfigError(f"{self.config.source}: {exc}") from None
+        except OSError:
+            return
+        lock.release()
 
     async def _start_node(self, node: Node) -> None:
         try:

@@ -247,3 +247,17 @@ async def test_an_http_port_in_use_stops_the_start_before_the_node_runs(
         taken.close()
     assert node.node is None  # never made, so never linked to its peers or elected
     assert not (tmp_path / "n1.sock").exists() and not (tmp_path / "d1" / "journal").exists()
+
+
+async def test_a_running_nodes_twin_is_told_of_the_lock_not_of_the_http_port(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with one_node(tmp_path, monkeypatch) as (host, port):
+        twin = NodeService(parse_config({"id": 1, "data_dir": "d1", "http": f"{host}:{port}",
+                                         "durability": "none",
+                                         "secret_env": "LAZILY_HTTP_SECRET",
+                                         "peers": {"1": f"unix:{tmp_path}/n1.sock"}},
+                                        base=tmp_path),
+                           out=io.StringIO(), handle_signals=False)
+        with pytest.raises(service_http.ConfigError, match="in use by another running node"):
+            await twin.run()
+        assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # the running one serves
