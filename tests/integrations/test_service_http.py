@@ -228,18 +228,21 @@ async def test_malformed_requests_are_logged_in_one_line_at_a_bounded_rate(
     assert "refused a malformed HTTP request from 127.0.0.1" in lines[0].getMessage()
 
 
+def _node_at(root: Path, http: str) -> NodeService:
+    """Node 1 of ``one_node``'s configuration, serving HTTP at ``http``."""
+    return NodeService(parse_config({"id": 1, "data_dir": "d1", "http": http,
+                                     "durability": "none", "secret_env": "LAZILY_HTTP_SECRET",
+                                     "peers": {"1": f"unix:{root}/n1.sock"}}, base=root),
+                       out=io.StringIO(), handle_signals=False)
+
+
 async def test_an_http_port_in_use_stops_the_start_before_the_node_runs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LAZILY_HTTP_SECRET", "http-secret")
     taken = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     port = taken.sockets[0].getsockname()[1]
     try:
-        node = NodeService(parse_config({"id": 1, "data_dir": "d1", "http": f"127.0.0.1:{port}",
-                                         "durability": "none",
-                                         "secret_env": "LAZILY_HTTP_SECRET",
-                                         "peers": {"1": f"unix:{tmp_path}/n1.sock"}},
-                                        base=tmp_path),
-                           out=io.StringIO(), handle_signals=False)
+        node = _node_at(tmp_path, f"127.0.0.1:{port}")
         with pytest.raises(service_http.ConfigError, match=f"cannot serve HTTP on `http` = "
                            f"127.0.0.1:{port}: .*choose a free port"):
             await node.run()
@@ -252,12 +255,7 @@ async def test_an_http_port_in_use_stops_the_start_before_the_node_runs(
 async def test_a_running_nodes_twin_is_told_of_the_lock_not_of_the_http_port(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async with one_node(tmp_path, monkeypatch) as (host, port):
-        twin = NodeService(parse_config({"id": 1, "data_dir": "d1", "http": f"{host}:{port}",
-                                         "durability": "none",
-                                         "secret_env": "LAZILY_HTTP_SECRET",
-                                         "peers": {"1": f"unix:{tmp_path}/n1.sock"}},
-                                        base=tmp_path),
-                           out=io.StringIO(), handle_signals=False)
+        twin = _node_at(tmp_path, f"{host}:{port}")
         with pytest.raises(service_http.ConfigError, match="in use by another running node"):
             await twin.run()
         assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # the running one serves
