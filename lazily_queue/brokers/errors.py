@@ -23,8 +23,8 @@ class BrokerAuthenticationFailed(BrokerError, PermissionError):
 class IncompatibleBrokerObject(BrokerError):
     """A stream, consumer, group or key of that name already exists with settings this
     object cannot use (created by someone else, or with another capacity / visibility
-    timeout), or a server set to delete this library's keys (a Redis evicting keys at its
-    ``maxmemory``); nothing was changed. The message names the object and the
+    timeout), or a server set to delete this library's keys (a Redis evicting any key at
+    its ``maxmemory``); nothing was changed. The message names the object and the
     difference."""
 
 

@@ -166,11 +166,12 @@ class RedisStreamsStorage:
         await self._check_eviction()
 
     async def _check_eviction(self) -> None:
-        """Refuse a server that deletes keys when it runs short of memory (a
-        ``maxmemory`` with a policy other than ``noeviction``, as a cache has): it would
-        drop queued elements, or the keys remembering msg_ids, silently. A server that
-        does not let this client read its settings (``CONFIG`` refused or renamed) is
-        taken as it is, with one warning."""
+        """Refuse a server that deletes any key when it runs short of memory (a
+        ``maxmemory`` with an ``allkeys-*`` policy, as a cache has): it would drop queued
+        elements silently. A ``volatile-*`` one evicts only keys with a TTL, of which
+        this library's are the ones remembering msg_ids: taken, with one warning, as is a
+        server that does not let this client read its settings (``CONFIG`` refused or
+        renamed)."""
         async with self.errors("reading its maxmemory-policy"):
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
@@ -182,13 +183,19 @@ class RedisStreamsStorage:
                             "it never evicts keys (noeviction), or queued elements can "
                             "vanish", self.address, exc)
                 return
-        if policy != "noeviction" and str(limit) not in ("", "0"):
+        if policy == "noeviction" or str(limit) in ("", "0"):
+            return
+        if not str(policy).startswith("volatile-"):
             raise IncompatibleBrokerObject(
                 f"redis at {self.address} evicts keys when it reaches its maxmemory "
                 f"({limit} bytes, maxmemory-policy {policy}), which would drop queued "
-                "elements (or the keys that remember msg_ids) silently: set "
-                "maxmemory-policy noeviction (pushes are then refused with "
-                "BrokerOutOfMemory when it is full) or use another server than a cache")
+                "elements silently: set maxmemory-policy noeviction (pushes are then "
+                "refused with BrokerOutOfMemory when it is full) or use another server "
+                "than a cache")
+        log.warning("redis at %s evicts keys with a TTL at its maxmemory (%s bytes, "
+                    "maxmemory-policy %s): the keys remembering msg_ids may go before "
+                    "their window ends, and a repeated msg_id then be stored again; set "
+                    "maxmemory-policy noeviction to keep them", self.address, limit, policy)
 
     # -- objects -------------------------------------------------------------------------
 
