@@ -1,5 +1,6 @@
 """A TCP server on 127.0.0.1 that reads what each connection sends first and answers it
-with the same canned bytes (an HTTP server, or something that is not a node)."""
+with the same canned bytes (an HTTP server, or something that is not a node), or holds
+every connection without reading or answering (a node that does not answer in time)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def canned_server(answer: bytes) -> Iterator[int]:
-    """The port of a server answering every connection ``answer``, then closing it."""
+def canned_server(answer: bytes | None) -> Iterator[int]:
+    """The port of a server answering every connection ``answer``, then closing it
+    (``None``: holding it open, silent, until the server closes)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
+    held: list[socket.socket] = []
 
     def loop() -> None:
         while True:
@@ -22,6 +25,9 @@ def canned_server(answer: bytes) -> Iterator[int]:
                 conn, _ = server.accept()
             except OSError:
                 return
+            if answer is None:
+                held.append(conn)
+                continue
             with conn:
                 conn.recv(65536)
                 conn.sendall(answer)
@@ -34,3 +40,5 @@ def canned_server(answer: bytes) -> Iterator[int]:
         server.shutdown(socket.SHUT_RDWR)  # wakes the accept()
         server.close()
         thread.join(timeout=5)
+        for conn in held:
+            conn.close()

@@ -4,31 +4,17 @@ line saying so and what to check, not the socket's bare ``timed out``."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import threading
+
+from tests.canned_server import canned_server
 
 from .node_procs import CLI
 
 
 def test_a_node_that_does_not_answer_in_time() -> None:
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                return
-            held.append(conn)  # read nothing, answer nothing
-
-    threading.Thread(target=accept, daemon=True).start()
-    url = f"http://127.0.0.1:{server.getsockname()[1]}"
     env = dict(os.environ, LAZILY_ADMIN_TOKEN="timeout-test-admin-token")
-    try:
+    with canned_server(None) as port:
+        url = f"http://127.0.0.1:{port}"
         change = ("what was asked may still be done: check (`lazily-queue status`, `members "
                   "list`) before asking again")
         for args, promise in ((("members", "transfer"), change),
@@ -38,7 +24,3 @@ def test_a_node_that_does_not_answer_in_time() -> None:
             assert done.returncode == 1, done.stdout
             assert done.stderr.splitlines() == [
                 f"error: {url} did not answer within 0.5 s (--timeout); {promise}"], done.stderr
-    finally:
-        server.close()
-        for conn in held:
-            conn.close()
