@@ -39,8 +39,7 @@ async def member(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Node
     async with node:
         await node.wait_for_leader()
         payments = node.queue("payments", capacity=2)
-        for i in range(2):
-            await payments.push({"pay": i})
+        await payments.push_many([{"pay": 0}, {"pay": 1}])  # one entry: one stamp, one run
         await node.queue("scratch").push(FORGED)
         yield node
 
