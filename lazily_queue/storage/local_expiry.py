@@ -56,28 +56,26 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
         if self._listener is not None:
             self._listener(op, pre)
 
-    def _take_one(self, taken: dict[int, Headers] | None = None
-                  ) -> tuple[list[Any], list[Run]] | QueuePopError:
-        """The FIFO's own pop of the head (a deque with limits counts it too); with
-        ``taken``, the headers of the element popped land there."""
-        result = Fifo.pop_headers(self, 1)
+    def _pop_run(self, k: int = 1, taken: dict[int, Headers] | None = None
+                 ) -> tuple[list[Any], list[Run]] | QueuePopError:
+        """The FIFO's own pop of the ``k`` oldest elements (a deque with limits counts
+        them), each transition reported as ``k`` pops of one would be; with ``taken``,
+        the headers of the elements popped land there."""
+        pre = self.len()
+        result = Fifo.pop_headers(self, k)
         if isinstance(result, QueuePopError):
             return result
-        self._took_one()
+        popped = len(result[0])
+        self._took(popped)
         if taken is not None:
             taken.update((i, h) for i, h in result[2])
+        for i in range(popped):
+            self._report(POP, pre - i)
         return result[0], result[1]
 
-    def _took_one(self) -> None:
-        """The head left through :meth:`_take_one` (a deque with limits counts it)."""
-
-    def _pop_one(self, taken: dict[int, Headers] | None = None
-                 ) -> tuple[list[Any], list[Run]] | QueuePopError:
-        pre = self.len()
-        result = self._take_one(taken)
-        if not isinstance(result, QueuePopError):
-            self._report(POP, pre)
-        return result
+    def _took(self, n: int) -> None:
+        """The ``n`` oldest elements left through :meth:`_pop_run` (a deque with limits
+        counts them)."""
 
     def expired_count(self) -> int:
         """Elements that expired (removed without being handed out)."""
@@ -85,7 +83,8 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
 
     def expire(self) -> int:
         """Remove the expired elements at the head now; returns how many."""
-        return expire_queue_head(self, self.expiry, self._now(), self._pop_one)
+        return expire_queue_head(self, self.expiry, self._now(), self._pop_run,
+                                 pop_run=self._pop_run)
 
     def try_push(self, value: T) -> QueuePushError | None:
         pre = self.len()
@@ -101,7 +100,8 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
     def pop_stamped(self, n: int) -> tuple[list[T], list[Run]] | QueuePopError:
         if self._delayed:
             self.promote_now()
-        result, _ = pop_live(self, self.expiry, self._now(), n, self._pop_one)
+        result, _ = pop_live(self, self.expiry, self._now(), n, self._pop_run,
+                             pop_run=self._pop_run)
         return result
 
     def pop_headers(
@@ -114,7 +114,9 @@ class ExpiringDequeStorage(VecDequeStorage[T]):
             result = self.pop_stamped(n)
             return result if isinstance(result, QueuePopError) else (*result, [])
         taken: dict[int, Headers] = {}
-        live, _ = pop_live(self, self.expiry, self._now(), n, lambda: self._pop_one(taken))
+        def pop(k: int = 1, /) -> tuple[list[Any], list[Run]] | QueuePopError:
+            return self._pop_run(k, taken)
+        live, _ = pop_live(self, self.expiry, self._now(), n, pop, pop_run=pop)
         if isinstance(live, QueuePopError):
             return live
         values, runs = live

@@ -61,5 +61,5 @@ class LimitedExpiringDequeStorage(ExpiringDequeStorage[T], LimitedFifo[T]):
     def __repr__(self) -> str:
         return f"LimitedExpiringDequeStorage(len={self.len()}, {self.quota!r})"
 
-    def _took_one(self) -> None:
-        self.quota.popped(1)
+    def _took(self, n: int) -> None:
+        self.quota.popped(n)
