@@ -35,9 +35,9 @@ def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: Stampe
     (:func:`_expired_run_at_head`) leaves in one call of it, with the same result."""
     n = 0
     while limit is None or n < limit:
-        first, k = _expired_run_at_head(fifo, expiry, now) if pop_run else (0, 0)
+        first, k = (_expired_run_at_head(fifo, expiry, now, None if limit is None else limit - n)
+                    if pop_run else (0, 0))
         if pop_run is not None and k > 1:
-            k = k if limit is None else min(k, limit - n)
             pop_run(k)
             if expiry.deadlines:
                 for element_id in range(first, first + k):
@@ -54,20 +54,29 @@ def expire_queue_head(fifo: Fifo[Any], expiry: Expiry, now: int, pop_one: Stampe
     return n
 
 
-def _expired_run_at_head(fifo: Fifo[Any], expiry: Expiry, now: int) -> tuple[int, int]:
+def _expired_run_at_head(fifo: Fifo[Any], expiry: Expiry, now: int,
+                         most: int | None) -> tuple[int, int]:
     """``(first id, how many)`` of the elements of the head's run
-    (:meth:`~.fifo.Fifo.head_run`) expired at ``now`` in a row, when that takes no step
-    per element: all or none by the default ttl (none of them with a ttl of its own),
-    or those expired by their own ttls while the default spares the run; none when it
-    would (own ttls under an expired default: they may end later)."""
+    (:meth:`~.fifo.Fifo.head_run`), at most ``most`` (``None``: all), expired at ``now``
+    in a row, when that takes no step per element (:func:`_expired_in_run`)."""
     run = fifo.head_run()
     if run is None or expiry.retained is not None:
         return 0, 0
     first, count, stamp = run
+    return first, _expired_in_run(expiry, first, count if most is None else min(count, most),
+                                  stamp, now)
+
+
+def _expired_in_run(expiry: Expiry, first: int, count: int, stamp: int, now: int) -> int:
+    """How many of the ids ``first..first + count - 1``, all stamped ``stamp``, expired at
+    ``now`` in a row from ``first``, found without a step per id: all or none by the
+    default ttl (none of them with a ttl of its own), or those expired by their own ttls
+    while the default spares them; none when it would take a step per id (own ttls
+    under an expired default: they may end later)."""
     default = expiry.default_ms
     if default is not None and now >= stamp + default:
-        return first, count if expiry.own_between(first, first + count) is False else 0
-    return first, expiry.own_run(first, first + count, now) - first
+        return count if expiry.own_between(first, first + count) is False else 0
+    return expiry.own_run(first, first + count, now) - first
 
 
 def _queue_head_expired(fifo: Fifo[Any], expiry: Expiry, now: int) -> bool:
@@ -109,7 +118,9 @@ def pop_live(fifo: Fifo[Any], expiry: Expiry, now: int, n: int, pop_one: Stamped
 def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int,
                      limit: int | None = None) -> tuple[int, int]:
     """Discard the expired never-delivered items at the pending head, at most ``limit``
-    of them (``None``: all); returns ``(how many, reader mask)``."""
+    of them (``None``: all); returns ``(how many, reader mask)``. Items of ids in a row
+    pushed at one stamp leave together where that takes no step per item to decide
+    (:func:`_expired_in_run`), with the same result as one by one."""
     n = mask = 0
     while limit is None or n < limit:
         run = core.run_at_head()  # retained items: the expired ones leave at once
@@ -118,6 +129,17 @@ def expire_work_head(core: WorkQueueCore, expiry: Expiry, now: int,
             mask |= core.discard_run(k).mask
             expiry.forget_run(run[0], run[0] + k)
             n += k
+            continue
+        fresh = None if expiry.retained is not None else core.fresh_head()
+        if fresh is not None and (k := _expired_in_run(
+                expiry, fresh[0], fresh[1] if limit is None else min(fresh[1], limit - n),
+                fresh[2], now)) > 1:
+            gone = core.discard_fresh(k)
+            mask |= gone.mask
+            if expiry.deadlines:
+                for item_id in range(fresh[0], fresh[0] + gone.result):
+                    expiry.forget(item_id)
+            n += gone.result
             continue
         head = _expired_work_head(core, expiry, now)
         if head is None:

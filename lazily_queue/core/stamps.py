@@ -54,6 +54,13 @@ class StampIndex:
         i = bisect_right(self._ids, item_id)
         return self._stamps[i - 1] if i else 0
 
+    def run_end(self, item_id: int) -> int | None:
+        """The first id after ``item_id`` noted with another stamp (where the ids sharing
+        ``item_id``'s stamp end), or ``None`` when there is none."""
+        ids = self._ids
+        i = bisect_right(ids, item_id)
+        return ids[i] if i < len(ids) else None
+
     def forget_below(self, item_id: int) -> None:
         """Drop the points no id from ``item_id`` on needs."""
         i = bisect_right(self._ids, item_id) - 1

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Collection
+from itertools import islice
 from typing import TYPE_CHECKING
 
+from .stamps import StampIndex
 from .work_items import DeadLetter, PendingItem
 from .work_masks import IS_EMPTY, PENDING_LEN, WorkTransition, change_mask
 from .work_retained import RetainedPending
@@ -22,6 +24,7 @@ class WorkRemovals:
     _pending: deque[PendingItem]
     _dead: list[DeadLetter]
     _sched: WorkSchedule | None
+    _stamps: StampIndex
 
     if TYPE_CHECKING:  # the core's, and its other bases'
 
@@ -32,6 +35,8 @@ class WorkRemovals:
         def _moved(self, before: tuple[int, int, int], delayed_before: int) -> int: ...
 
         def pending_len(self) -> int: ...
+
+        def stamp_of(self, item_id: int) -> int: ...
 
     def redrive(self, item_ids: Collection[int] | None = None) -> WorkTransition[int]:
         """Move dead letters (all, or those with the given item ids) to the pending tail.
@@ -101,3 +106,36 @@ class WorkRemovals:
         assert isinstance(self._pending, RetainedPending)
         self._pending.drop_run_head(n)
         return WorkTransition(n, PENDING_LEN if self.pending_len() else PENDING_LEN | IS_EMPTY)
+
+    def fresh_head(self) -> tuple[int, int, int] | None:
+        """``(first, span, stamp)``: the never-delivered item next to be claimed from the
+        plain pending items (not retained values nor ready scheduled ones), its stamp,
+        and how many ids from it share that stamp, at most as many as are pending; or
+        ``None``. The items of those ids need not all be pending in a row
+        (:meth:`discard_fresh` stops where they are not)."""
+        pending = self._pending
+        if (not pending or isinstance(pending, RetainedPending)
+                or (self._sched and self._sched.ready) or pending[0].attempts):
+            return None
+        first = pending[0].item_id
+        end = self._stamps.run_end(first) if self._stamps else None
+        span = len(pending) if end is None else min(len(pending), end - first)
+        return first, span, self.stamp_of(first)
+
+    def discard_fresh(self, n: int) -> WorkTransition[int]:
+        """Remove up to ``n`` pending items from :meth:`fresh_head` without leasing them
+        (they expired), stopping before one whose id does not follow or that was
+        delivered before: as that many calls of :meth:`discard_head`. Returns how many
+        left."""
+        pending = self._pending
+        first = pending[0].item_id if pending else 0
+        k = 0
+        for item in islice(pending, n):
+            if item.item_id != first + k or item.attempts:
+                break
+            k += 1
+        if not k:
+            return WorkTransition(0, 0)
+        for _ in range(k):
+            pending.popleft()
+        return WorkTransition(k, PENDING_LEN if self.pending_len() else PENDING_LEN | IS_EMPTY)

@@ -381,10 +381,17 @@ MUTATIONS = [
         "a claim that removed its limit of expired items never leases the next"),
     Mutation(
         "expire-run-of-live-elements", "lazily_queue/core/expiry_take.py",
-        "        return first, count if expiry.own_between(first, first + count) is False else 0\n",
-        "        return first, count\n",
-        ("tests/core/test_expiry_runs.py",),
+        "        return count if expiry.own_between(first, first + count) is False else 0\n",
+        "        return count\n",
+        ("tests/core/test_expiry_runs.py", "tests/core/test_work_expiry_runs.py"),
         "a run of expired elements leaving at once is the run one by one would remove"),
+    Mutation(
+        "expire-work-run-out-of-order", "lazily_queue/core/work_removals.py",
+        "            if item.item_id != first + k or item.attempts:\n",
+        "            if item.attempts:\n",
+        ("tests/core/test_work_expiry_runs.py",),
+        "work items leaving together as expired are the ones in a row one by one would "
+        "remove"),
     Mutation(
         "expire-sweep-not-repeated", "lazily_queue/maintenance.py",
         "if code == ops.EXPIRE and result == EXPIRE_LIMIT]",
