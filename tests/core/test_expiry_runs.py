@@ -13,6 +13,7 @@ from lazily_queue.core.expiry import Expiry
 from lazily_queue.core.expiry_take import expire_queue_head, pop_live
 from lazily_queue.core.fifo import Fifo
 from lazily_queue.core.queue import QueuePopError
+from tests.expiry_runs import expiry_time, stamped_runs
 
 
 def _queue(seed: int) -> tuple[Fifo[Any], Expiry, int]:
@@ -22,18 +23,15 @@ def _queue(seed: int) -> tuple[Fifo[Any], Expiry, int]:
     fifo: Fifo[Any] = Fifo()
     expiry = Expiry(default_ms=rng.choice([None, 500, 1_500]))
     stamp = 1_000
-    for _ in range(rng.randint(1, 6)):
-        stamp += rng.choice([0, 100, 400])
-        own = rng.choice([None, 300, 600, "mixed"])
-        for _ in range(rng.randint(1, 40)):
-            ttl = rng.choice([None, 200, 900]) if own == "mixed" else own
+    for stamp, ttls in stamped_runs(rng):
+        for ttl in ttls:
             fifo.push_stamped(f"v{fifo.next_id()}", stamp)
-            expiry.note(fifo.next_id() - 1, stamp, ttl)  # type: ignore[arg-type]
+            expiry.note(fifo.next_id() - 1, stamp, ttl)
         if rng.random() < 0.3:
             taken = fifo.pop_stamped(rng.randint(1, 5))
             assert not isinstance(taken, QueuePopError)
             fifo.unpop_stamped(*taken)
-    return fifo, expiry, stamp + rng.choice([0, 300, 700, 1_600, 5_000])
+    return fifo, expiry, expiry_time(rng, stamp)
 
 
 def _pops(fifo: Fifo[Any], reported: list[int]) -> Any:

@@ -13,6 +13,7 @@ import pytest
 from lazily_queue.core.expiry import Expiry
 from lazily_queue.core.expiry_take import claim_live, expire_work_head
 from lazily_queue.core.work import WorkQueueCore
+from tests.expiry_runs import expiry_time, stamped_runs
 
 
 def _work(seed: int) -> tuple[WorkQueueCore, Expiry, int]:
@@ -23,13 +24,10 @@ def _work(seed: int) -> tuple[WorkQueueCore, Expiry, int]:
     core = WorkQueueCore(1_000_000, rng.choice([1, 5]))
     expiry = Expiry(default_ms=rng.choice([None, 500, 1_500]))
     stamp = 1_000
-    for _ in range(rng.randint(1, 6)):
-        stamp += rng.choice([0, 100, 400])
-        own = rng.choice([None, 300, 600, "mixed"])
-        for _ in range(rng.randint(1, 40)):
-            ttl = rng.choice([None, 200, 900]) if own == "mixed" else own
+    for stamp, ttls in stamped_runs(rng):
+        for ttl in ttls:
             item_id = core.push(f"v{rng.random():.6f}", stamp).result
-            expiry.note(item_id, stamp, ttl)  # type: ignore[arg-type]
+            expiry.note(item_id, stamp, ttl)
         if rng.random() < 0.3:  # some go out and come back at the tail, delivered once
             got, _ = core.claim_many("w", 0.0, rng.randint(1, 5))
             for delivery in got:
@@ -37,7 +35,7 @@ def _work(seed: int) -> tuple[WorkQueueCore, Expiry, int]:
                 core.nack("w", delivery.delivery_id)
             if rng.random() < 0.5:
                 core.redrive()
-    return core, expiry, stamp + rng.choice([0, 300, 700, 1_600, 5_000])
+    return core, expiry, expiry_time(rng, stamp)
 
 
 def _state(core: WorkQueueCore, expiry: Expiry, answer: Any) -> Any:
