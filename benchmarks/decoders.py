@@ -3,9 +3,9 @@ size each decoder accepts.
 
     python benchmarks/decoders.py [--json] [--quick]
 
-For every decoder of bytes from outside (handshake hello, Raft frame, replicated
-command, snapshot, PySyncObj pickle, signaling JSON) it prints the CPU microseconds per
-call for normal inputs (for CBOR also the profile's ``loads`` alone and plain
+For every decoder of bytes from outside (handshake hello, Raft frame, a client's request
+frame, replicated command, snapshot, PySyncObj pickle, signaling JSON) it prints the CPU
+microseconds per call for normal inputs (for CBOR also the profile's ``loads`` alone and plain
 ``cbor2.loads`` on the same bytes, since the decoders validate as well) and, over
 crafted hostile inputs (bombs, floods of small items, the costliest allowed tags), the
 median and worst microseconds per call and the CPU nanoseconds per input byte.
@@ -40,6 +40,8 @@ from lazily_transports.safe_cbor import PROTOCOL, VALUES, CBORProfile
 from lazily_transports.webrtc.signaling import loads as signaling_loads
 from lazily_transports.webrtc.signaling._frames import MAX_FRAME_BYTES as SIGNALING_BYTES
 
+from lazily_queue.client import protocol as client_protocol
+from lazily_queue.client.frame_decoding import FrameDecoder, request_limit
 from lazily_queue.raft import batch, patches
 from lazily_queue.raft.codec import MAX_FRAME_BYTES, decode_frame, encode_frames
 from lazily_queue.raft.engine import MAX_COMMAND_BYTES
@@ -111,9 +113,11 @@ def hostile_cbor(size: int, values: bool) -> dict[str, bytes]:
             "decimals (256 digits)": _fill(cbor2.dumps(decimal.Decimal("9" * 256 + "E-6")), size),
             "datetimes": _fill(cbor2.dumps(datetime(2024, 1, 1, tzinfo=UTC)), size),
             "epoch datetimes": _fill(cbor2.dumps(cbor2.CBORTag(1, 1.5)), size),
+            "epoch datetimes of 2 bytes": _fill(b"\xc1\x01", size),
             "uuids": _fill(cbor2.dumps(uuid.UUID(int=1)), size),
             "dates": _fill(cbor2.dumps(cbor2.CBORTag(100, 19000)), size),
             "string sets": _fill(cbor2.dumps(frozenset({"a", "b", "c"})), size),
+            "empty sets": _fill(b"\xd9\x01\x02\x80", size),
         })
     return cases
 
@@ -167,6 +171,8 @@ def normal_inputs() -> dict[str, dict[str, Any]]:
         "raft frame": {"append_entries (10 x 200 B)": encode_frames([append])[0],
                        "heartbeat": encode_frames([heartbeat])[0],
                        "response_vote": encode_frames([vote])[0]},
+        "client frame": {"push of 200 B": client_protocol.encode(
+            [2, client_protocol.OP, 1, 1, QUEUE_PUSH, ["jobs", b"p" * 200], 5000])},
         "command": {"1 push": one, "50 pushes": fifty},
         "snapshot": {"1000 queued elements": snap},
         "pickle": {"regular entry": patches.safe_dumps((7, (one, 1_712_345_678_901))),
@@ -184,11 +190,16 @@ def main() -> None:
     patches.install()
 
     profiles: dict[str, CBORProfile] = {
-        "handshake": PROTOCOL, "raft frame": PROTOCOL, "command": VALUES, "snapshot": VALUES,
+        "handshake": PROTOCOL, "raft frame": PROTOCOL, "client frame": VALUES, "command": VALUES,
+        "snapshot": VALUES,
     }
+    client = FrameDecoder(request_limit(batch.DEFAULT_MAX_MESSAGE_BYTES), "benchmark")
+    client_decode = functools.partial(client_protocol.decode, max_bytes=client.max_bytes,
+                                      max_tags=client.max_tags)
     decoders: dict[str, tuple[Callable[[Any], Any], dict[str, Any]]] = {
         "handshake": (decode_message, hostile_cbor(HANDSHAKE_FRAME_LIMIT, values=False)),
         "raft frame": (decode_frame, hostile_cbor(MAX_FRAME_BYTES, values=False)),
+        "client frame": (client_decode, hostile_cbor(client.max_bytes, values=True)),
         "command": (batch.decode_command, hostile_cbor(batch.MAX_BATCH_BYTES, values=True)),
         "snapshot": (decode_snapshot, hostile_cbor(SNAPSHOT_BYTES, values=True)),
         "pickle": (restricted_loads, hostile_pickles()),

@@ -259,10 +259,11 @@ def encode(frame: list[Any]) -> bytes:
     return values.dumps(frame)
 
 
-def decode(data: bytes, *, max_bytes: int) -> list[Any]:
-    """One frame: a list whose first two items are ints. Raises :class:`RequestRefused`."""
+def decode(data: bytes, *, max_bytes: int, max_tags: int | None = None) -> list[Any]:
+    """One frame: a list whose first two items are ints, holding at most ``max_tags``
+    tagged values when given. Raises :class:`RequestRefused`."""
     try:
-        frame = VALUES.loads(data, max_bytes=max_bytes, max_depth=MAX_DEPTH)
+        frame = VALUES.loads(data, max_bytes=max_bytes, max_depth=MAX_DEPTH, max_tags=max_tags)
     except UntrustedDataError as exc:
         raise RequestRefused(f"unreadable frame: {exc.reason}") from None
     if (not isinstance(frame, list) or len(frame) < 2 or type(frame[0]) is not int

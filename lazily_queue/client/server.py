@@ -44,7 +44,6 @@ from lazily_transports import (
 
 from ..errors import InvalidConfiguration, MessageTooLarge, TooManyObjects, TooManySubscribers
 from ..pending_caps import listener_count, pending_caps
-from ..raft.batch import command_limit
 from ..replicated import ops
 from ..replicated.results import encode_result
 from ..replicated.session_register import UNKNOWN
@@ -55,7 +54,7 @@ from .connection import MAX_QUEUED_ANSWERS, ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
-from .frame_decoding import FrameDecoder
+from .frame_decoding import FrameDecoder, request_limit
 from .greeting import Answering, register, session_of
 from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
@@ -94,8 +93,7 @@ class ClientServer:
         self.access = access
         #: Largest frame of requests read (a batch of them, or one op of the largest
         #: command this member accepts); client links are capped at it.
-        self.max_request_bytes = max(1024 * 1024, command_limit(node.max_message_bytes)
-                                     + P.REQUEST_OVERHEAD)
+        self.max_request_bytes = request_limit(node.max_message_bytes)
         self.decoder = FrameDecoder(self.max_request_bytes, f"client-frames-{node.node_id}")
         self._conns: set[ClientConnection] = set()
         #: The links open per client and in all, against their caps (:mod:`.link_caps`).

@@ -1,6 +1,9 @@
 """A member decodes a client's large request frames off its event loop: a megabyte of
 decimals took a third of a second to decode, in which a leader sent no heartbeat (its
-followers elected another). Frames of one link are still handled in order."""
+followers elected another). Frames of one link are still handled in order. A frame holds
+at most one tagged value per :data:`TAGGED_BYTES` bytes of the member's limit: cbor2
+builds datetimes, dates, UUIDs and sets without calling back, a megabyte of them holding
+the loop for a fifth of a second even on the decoding thread."""
 
 from __future__ import annotations
 
@@ -12,7 +15,16 @@ import cbor2
 import pytest
 
 from lazily_queue.client import protocol as P
-from lazily_queue.client.frame_decoding import THREAD_BYTES
+from lazily_queue.client.frame_decoding import (
+    TAGGED_BYTES,
+    THREAD_BYTES,
+    FrameDecoder,
+    request_limit,
+)
+from lazily_queue.client.link import BATCH_BYTES
+from lazily_queue.client.op_shapes import TAKE_CONTAINERS
+from lazily_queue.raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
+from lazily_queue.raft.values import CONTAINER_BYTES
 from lazily_queue.replicated import ops
 from tests.client.one_member import linked, one_member
 
@@ -24,9 +36,9 @@ async def test_a_large_frame_is_decoded_off_the_loop_and_answered_in_order(
     threads: list[tuple[int, bool]] = []
     decode = P.decode
 
-    def recording(data: bytes, *, max_bytes: int) -> list[Any]:
+    def recording(data: bytes, **limits: Any) -> list[Any]:
         threads.append((len(data), threading.current_thread() is threading.main_thread()))
-        return decode(data, max_bytes=max_bytes)
+        return decode(data, **limits)
 
     monkeypatch.setattr(P, "decode", recording)
     async with one_member() as node:
@@ -40,3 +52,35 @@ async def test_a_large_frame_is_decoded_off_the_loop_and_answered_in_order(
         assert "unreadable frame" in answers[2][2][1]
     assert [(size >= THREAD_BYTES, main) for size, main in threads[-3:]] == [
         (True, False), (False, True), (True, False)]
+
+
+@pytest.mark.parametrize("message_limit", [1024, 300_000, DEFAULT_MAX_MESSAGE_BYTES,
+                                           MAX_MESSAGE_BYTES_LIMIT])
+def test_the_tag_budget_holds_every_op_a_member_admits_and_a_clients_batch(
+        message_limit: int) -> None:
+    """An op holds at most one counted value per CONTAINER_BYTES of the message limit (a
+    give-back a take's besides); a client's batch of frames is at most BATCH_BYTES, each
+    tagged value two bytes at the least."""
+    decoder = FrameDecoder(request_limit(message_limit), "budget")
+    assert decoder.max_tags == decoder.max_bytes // TAGGED_BYTES
+    assert decoder.max_tags >= message_limit // CONTAINER_BYTES + TAKE_CONTAINERS
+    assert decoder.max_tags >= BATCH_BYTES // 2
+
+
+async def test_a_frame_past_the_tag_budget_is_refused_naming_the_tag_and_the_limit() -> None:
+    async with one_member() as node:
+        assert node.clients is not None
+        most = node.clients.decoder.max_tags
+        stream = await linked(node)
+        epoch = cbor2.CBORTag(1, 1)  # built by cbor2 alone: no hook of ours sees it
+        await stream.send(cbor2.dumps([3, P.PING, [epoch] * most]))
+        await stream.send(cbor2.dumps([4, P.PING, [epoch] * (most + 1)]))
+        await stream.send(cbor2.dumps([5, P.PING, [{"a"}] * (most // 2), [epoch] * most]))
+        answers = [cbor2.loads(await stream.receive()) for _ in range(3)]
+        assert answers[0] == [3, P.OK, None]
+        for answer in answers[1:]:
+            assert answer[:2] == [0, P.ERROR], answer
+        assert answers[1][2][1].startswith(
+            f"unreadable frame: more than {most:,} tagged values (tag 1 (epoch datetime) is "
+            "one too many)"), answers[1]
+        assert "tag 1 (epoch datetime) is one too many" in answers[2][2][1]

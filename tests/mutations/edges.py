@@ -19,6 +19,14 @@ MUTATIONS = [
         ("tests/transports/test_safe_cbor.py",),
         "CBOR shared references from peers are refused (no hash bomb)"),
     Mutation(
+        "tag-budget-skips-built-in-tags", "transports/lazily_transports/safe_cbor.py",
+        "        self._left -= 1\n",
+        "        self._left -= tag in self._decoders\n",
+        ("tests/transports/test_safe_cbor_tag_budget.py",
+         "tests/client/test_client_frame_decoding.py::"
+         "test_a_frame_past_the_tag_budget_is_refused_naming_the_tag_and_the_limit"),
+        "a client frame's tagged values, those cbor2 builds without a hook too, are bounded"),
+    Mutation(
         "client-certificate-unchecked", "transports/lazily_transports/_core/_authentication.py",
         "        refusal = found(self.channel.peer_certificate())",
         "        refusal = None",

@@ -11,7 +11,9 @@ refuses, with :class:`~lazily_transports.errors.UntrustedDataError`:
 - map keys and set elements that are not text or byte strings (no container is ever
   hashed, no integer keys can be made to collide);
 - shared references (tags 28/29), string references (25/256) and every tag not on the
-  profile's allow-list, whether cbor2 knows it (:data:`BUILTIN_TAGS`) or not.
+  profile's allow-list, whether cbor2 knows it (:data:`BUILTIN_TAGS`) or not;
+- more tagged values than the caller's ``max_tags`` (each tag counted, those cbor2 builds
+  itself too: a megabyte of epoch datetimes is half a million objects).
 
 :data:`PROTOCOL` allows no tag (handshakes, Raft frames, metadata). :data:`VALUES` is
 for data that carries user values and allows datetimes (0, 1), bignums of at most 4096
@@ -153,6 +155,32 @@ def _tuple(value: Any, immutable: bool) -> tuple[Any, ...]:
     return tuple(value)
 
 
+class _TagBudget(Mapping[int, Callable[[Any, bool], Any]]):
+    """A profile's tag decoders, counting the tags cbor2 reads: it looks each one up here,
+    those it builds itself included (then this raises ``KeyError``, as the profile's
+    own mapping would), and past ``limit`` the lookup refuses the input."""
+
+    __slots__ = ("_decoders", "_left", "_limit")
+
+    def __init__(self, decoders: Mapping[int, Callable[[Any, bool], Any]], limit: int) -> None:
+        self._decoders = decoders
+        self._left = limit
+        self._limit = limit
+
+    def __getitem__(self, tag: int) -> Callable[[Any, bool], Any]:
+        self._left -= 1
+        if self._left < 0:
+            raise _Refusal(f"more than {self._limit:,} tagged values ({_tag_name(tag)} is "
+                           "one too many)")
+        return self._decoders[tag]
+
+    def __len__(self) -> int:
+        return len(self._decoders)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._decoders)
+
+
 _ALLOWED_DECODERS: Mapping[int, Callable[[Any, bool], Any]] = {
     2: functools.partial(_bignum, False),
     3: functools.partial(_bignum, True),
@@ -191,11 +219,13 @@ class CBORProfile:
 
     def loads(
         self, data: bytes | bytearray | memoryview, *, max_bytes: int, max_depth: int | None = None,
-        whole: bool = False,
+        whole: bool = False, max_tags: int | None = None,
     ) -> Any:
         """Decode one CBOR item or raise :class:`UntrustedDataError` naming what was refused.
 
-        ``max_depth`` may lower (never raise) the profile's depth for this call. Bytes
+        ``max_depth`` may lower (never raise) the profile's depth for this call;
+        ``max_tags`` bounds the tagged values (every tag read counts once, nested or not;
+        counted only in inputs longer than ``max_tags`` bytes, as a tag takes one). Bytes
         after the first item are ignored, as cbor2 does, unless ``whole`` (then they are
         refused: the input is not one item). Inputs over
         :data:`GC_PAUSE_BYTES` are decoded with the garbage collector paused: what they
@@ -206,6 +236,9 @@ class CBORProfile:
         if size > max_bytes:
             raise UntrustedDataError(f"{size} bytes exceed the {max_bytes}-byte limit")
         depth = self.max_depth if max_depth is None else min(max_depth, self.max_depth)
+        decoders = self._decoders
+        if max_tags is not None and size > max_tags:
+            decoders = _TagBudget(decoders, max_tags)
         pause = size > GC_PAUSE_BYTES and gc.isenabled()
         if pause:
             gc.disable()
@@ -214,14 +247,15 @@ class CBORProfile:
                 return cbor2.loads(
                     data,
                     tag_hook=_refuse_unknown,
-                    semantic_decoders=self._decoders,
+                    semantic_decoders=decoders,
                     max_depth=depth,
                     allow_indefinite=False,
                     allow_duplicate_keys=False,
                     strict_hashable_types=True,
                 )
             fp = io.BytesIO(data)
-            value = cbor2.CBORDecoder(fp, **{**self._options, "max_depth": depth}).decode()
+            value = cbor2.CBORDecoder(fp, **{**self._options, "max_depth": depth,
+                                             "semantic_decoders": decoders}).decode()
         except Exception as exc:  # cbor2 raises CBORDecodeError (and EOF) on bad input
             raise UntrustedDataError(_reason(exc)) from None
         finally:
