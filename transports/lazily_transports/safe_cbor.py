@@ -12,8 +12,8 @@ refuses, with :class:`~lazily_transports.errors.UntrustedDataError`:
   hashed, no integer keys can be made to collide);
 - shared references (tags 28/29), string references (25/256) and every tag not on the
   profile's allow-list, whether cbor2 knows it (:data:`BUILTIN_TAGS`) or not;
-- more tagged values than the caller's ``max_tags`` (each tag counted, those cbor2 builds
-  itself too: a megabyte of epoch datetimes is half a million objects).
+- more tagged values than the caller's ``max_tags`` (each tag but bignums counted, those
+  cbor2 builds itself too: a megabyte of epoch datetimes is half a million objects).
 
 :data:`PROTOCOL` allows no tag (handshakes, Raft frames, metadata). :data:`VALUES` is
 for data that carries user values and allows datetimes (0, 1), bignums of at most 4096
@@ -155,6 +155,11 @@ def _tuple(value: Any, immutable: bool) -> tuple[Any, ...]:
     return tuple(value)
 
 
+#: Tags a budget does not count: bignums, built by a hook of this module (which lets other
+#: threads run) and counted by no bound of a value's size (an int is a scalar).
+_UNCOUNTED = frozenset({2, 3})
+
+
 class _TagBudget(Mapping[int, Callable[[Any, bool], Any]]):
     """A profile's tag decoders, counting the tags cbor2 reads: it looks each one up here,
     those it builds itself included (then this raises ``KeyError``, as the profile's
@@ -168,10 +173,11 @@ class _TagBudget(Mapping[int, Callable[[Any, bool], Any]]):
         self._limit = limit
 
     def __getitem__(self, tag: int) -> Callable[[Any, bool], Any]:
-        self._left -= 1
-        if self._left < 0:
-            raise _Refusal(f"more than {self._limit:,} tagged values ({_tag_name(tag)} is "
-                           "one too many)")
+        if tag not in _UNCOUNTED:
+            self._left -= 1
+            if self._left < 0:
+                raise _Refusal(f"more than {self._limit:,} tagged values ({_tag_name(tag)} "
+                               "is one too many)")
         return self._decoders[tag]
 
     def __len__(self) -> int:
@@ -224,8 +230,8 @@ class CBORProfile:
         """Decode one CBOR item or raise :class:`UntrustedDataError` naming what was refused.
 
         ``max_depth`` may lower (never raise) the profile's depth for this call;
-        ``max_tags`` bounds the tagged values (every tag read counts once, nested or not;
-        counted only in inputs longer than ``max_tags`` bytes, as a tag takes one). Bytes
+        ``max_tags`` bounds the tagged values (every tag read but a bignum's counts once,
+        nested or not; counted only in inputs longer than ``max_tags`` bytes). Bytes
         after the first item are ignored, as cbor2 does, unless ``whole`` (then they are
         refused: the input is not one item). Inputs over
         :data:`GC_PAUSE_BYTES` are decoded with the garbage collector paused: what they
