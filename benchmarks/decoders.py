@@ -110,6 +110,7 @@ def hostile_cbor(size: int, values: bool) -> dict[str, bytes]:
         big = 2 ** (8 * 512) - 1
         cases.update({
             "bignums (4096 bits)": _fill(cbor2.dumps(big), size),
+            "bignums of 3 bytes": _fill(b"\xc2\x41\x01", size),
             "decimals (256 digits)": _fill(cbor2.dumps(decimal.Decimal("9" * 256 + "E-6")), size),
             "datetimes": _fill(cbor2.dumps(datetime(2024, 1, 1, tzinfo=UTC)), size),
             "epoch datetimes": _fill(cbor2.dumps(cbor2.CBORTag(1, 1.5)), size),

@@ -6,9 +6,9 @@ followers wait for its heartbeats. A frame of at least :data:`THREAD_BYTES` is d
 on one thread of the member's client server, so such hooks hold the event loop only a
 switch interval at a time; smaller ones (most requests) are decoded at once. Values
 cbor2 builds itself (datetimes, dates, UUIDs, sets) run no Python code, so a frame holds
-at most one tagged value (bignums aside) per :data:`TAGGED_BYTES` bytes of the limit,
-each counted by a lookup that lets the loop take the interpreter back: a megabyte of
-epoch datetimes, half a million, held the loop for a fifth of a second. One thread
+at most one tagged value (ints over 64 bits aside) per :data:`TAGGED_BYTES` bytes of the
+limit, each counted by a lookup that lets the loop take the interpreter back: a megabyte
+of epoch datetimes, half a million, held the loop for a fifth of a second. One thread
 decodes one frame at a time, so the values being built take no more memory than when
 the loop decoded them, and each link's frames are still handled in order (its task
 waits for its frame).

@@ -1,7 +1,7 @@
-"""A decode's budget of tagged values: every tag but a bignum's counts, those cbor2 builds
-itself too (datetimes, dates, UUIDs, sets run no hook of ours); within the budget the value
-is what an unbounded decode gives, past it the input is refused naming the tag and the
-limit."""
+"""A decode's budget of tagged values: every tag counts, those cbor2 builds itself too
+(datetimes, dates, UUIDs, sets run no hook of ours), but bignums over 64 bits; within the
+budget the value is what an unbounded decode gives, past it the input is refused naming
+the tag and the limit."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ WHEN = datetime.datetime(2024, 5, 1, 12, tzinfo=datetime.UTC)
 TAGGED: dict[str, tuple[bytes, str]] = {
     "datetime string": (cbor2.dumps(WHEN), "tag 0 (datetime string)"),
     "epoch datetime": (cbor2.dumps(cbor2.CBORTag(1, 5)), "tag 1 (epoch datetime)"),
+    "short bignum": (b"\xc2\x41\x01", "tag 2 (bignum)"),
+    "short negative bignum": (b"\xc3\x48" + bytes(8), "tag 3 (negative bignum)"),
     "decimal": (cbor2.dumps(decimal.Decimal("1.5")), "tag 4 (decimal fraction)"),
     "uuid": (cbor2.dumps(uuid.UUID(int=7)), "tag 37 (UUID)"),
     "epoch date": (cbor2.dumps(cbor2.CBORTag(100, 3)), "tag 100 (epoch date)"),
@@ -57,7 +59,7 @@ def test_nested_tags_each_count() -> None:
         VALUES.loads(data, max_bytes=LIMIT, max_tags=29)
 
 
-def test_bignums_are_not_counted_but_keep_their_own_bound() -> None:
+def test_bignums_over_64_bits_are_not_counted_but_keep_their_own_bound() -> None:
     """An op may hold any number of large ints (no bound of a value's size counts them);
     each is built by a hook of ours and stays within its own limit."""
     ints = [2**70, -(2**70)] * 100

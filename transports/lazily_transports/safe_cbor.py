@@ -12,8 +12,9 @@ refuses, with :class:`~lazily_transports.errors.UntrustedDataError`:
   hashed, no integer keys can be made to collide);
 - shared references (tags 28/29), string references (25/256) and every tag not on the
   profile's allow-list, whether cbor2 knows it (:data:`BUILTIN_TAGS`) or not;
-- more tagged values than the caller's ``max_tags`` (each tag but bignums counted, those
-  cbor2 builds itself too: a megabyte of epoch datetimes is half a million objects).
+- more tagged values than the caller's ``max_tags`` (each tag counted, those cbor2 builds
+  itself too, a megabyte of epoch datetimes being half a million objects; but bignums
+  over 64 bits, which an op may hold any number of).
 
 :data:`PROTOCOL` allows no tag (handshakes, Raft frames, metadata). :data:`VALUES` is
 for data that carries user values and allows datetimes (0, 1), bignums of at most 4096
@@ -155,9 +156,10 @@ def _tuple(value: Any, immutable: bool) -> tuple[Any, ...]:
     return tuple(value)
 
 
-#: Tags a budget does not count: bignums, built by a hook of this module (which lets other
-#: threads run) and counted by no bound of a value's size (an int is a scalar).
-_UNCOUNTED = frozenset({2, 3})
+#: The bignum tags: a budget counts a bignum only when it fits 64 bits (no encoder of this
+#: package writes one). A larger one takes 11 bytes at the least and no bound of a value's
+#: size counts it (an int is a scalar), so any number of them may be in an op.
+_BIGNUM_TAGS = (2, 3)
 
 
 class _TagBudget(Mapping[int, Callable[[Any, bool], Any]]):
@@ -165,20 +167,31 @@ class _TagBudget(Mapping[int, Callable[[Any, bool], Any]]):
     those it builds itself included (then this raises ``KeyError``, as the profile's
     own mapping would), and past ``limit`` the lookup refuses the input."""
 
-    __slots__ = ("_decoders", "_left", "_limit")
+    __slots__ = ("_bignums", "_decoders", "_left", "_limit")
 
     def __init__(self, decoders: Mapping[int, Callable[[Any, bool], Any]], limit: int) -> None:
         self._decoders = decoders
         self._left = limit
         self._limit = limit
+        self._bignums = {tag: functools.partial(self._bignum, tag) for tag in _BIGNUM_TAGS}
 
     def __getitem__(self, tag: int) -> Callable[[Any, bool], Any]:
-        if tag not in _UNCOUNTED:
-            self._left -= 1
-            if self._left < 0:
-                raise _Refusal(f"more than {self._limit:,} tagged values ({_tag_name(tag)} "
-                               "is one too many)")
+        bignum = self._bignums.get(tag)
+        if bignum is not None:
+            return bignum
+        self._spend(tag)
         return self._decoders[tag]
+
+    def _spend(self, tag: int) -> None:
+        self._left -= 1
+        if self._left < 0:
+            raise _Refusal(f"more than {self._limit:,} tagged values ({_tag_name(tag)} is "
+                           "one too many)")
+
+    def _bignum(self, tag: int, value: Any, immutable: bool) -> Any:
+        if not isinstance(value, bytes) or len(value) <= 8:
+            self._spend(tag)
+        return self._decoders[tag](value, immutable)
 
     def __len__(self) -> int:
         return len(self._decoders)
@@ -230,8 +243,9 @@ class CBORProfile:
         """Decode one CBOR item or raise :class:`UntrustedDataError` naming what was refused.
 
         ``max_depth`` may lower (never raise) the profile's depth for this call;
-        ``max_tags`` bounds the tagged values (every tag read but a bignum's counts once,
-        nested or not; counted only in inputs longer than ``max_tags`` bytes). Bytes
+        ``max_tags`` bounds the tagged values (every tag read counts once, nested or not,
+        but a bignum's over 64 bits; counted only in inputs longer than ``max_tags``
+        bytes). Bytes
         after the first item are ignored, as cbor2 does, unless ``whole`` (then they are
         refused: the input is not one item). Inputs over
         :data:`GC_PAUSE_BYTES` are decoded with the garbage collector paused: what they
