@@ -39,7 +39,9 @@ async def member(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Node
     async with node:
         await node.wait_for_leader()
         payments = node.queue("payments", capacity=2)
-        await payments.push_many([{"pay": 0}, {"pay": 1}])  # one entry: one stamp, one run
+        async with node.transaction() as tx:  # one entry: one stamp, one run (a push_many
+            tx.push(payments, {"pay": 0})     # to a queue with a capacity pushes one at a
+            tx.push(payments, {"pay": 1})     # time: two entries, two stamps at times)
         await node.queue("scratch").push(FORGED)
         yield node
 
