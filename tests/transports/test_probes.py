@@ -262,3 +262,20 @@ def test_a_probe_answer_gives_the_peers_hint_only_when_it_applies(note: str,
     assert ("check that its [peers]" in reading.outcome) is hint
     assert reading.level == (logging.WARNING if hint else logging.DEBUG)
     assert "s ago" not in reading.outcome  # the same failure reads alike at every probe
+
+
+def test_a_peer_that_cannot_verify_the_probers_certificate_points_at_that_certificate() -> None:
+    """Not at its [peers]: it dials the right address, and this node's certificate fails
+    there (it names another host, or another CA signed it)."""
+    from lazily_transports._core._probe_notes import read_answer
+
+    failure = ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: IP address "
+               "mismatch, certificate is not valid for '127.0.0.1'. (_ssl.c:1006)")
+    reading = read_answer(3, f"node 1 dials node 3 at tls://127.0.0.1:7003, last failure "
+                             f"0.10s ago: {failure}", 1.0)
+    assert reading.level == logging.WARNING
+    assert "IP address mismatch" in reading.outcome
+    assert "check that its [peers]" not in reading.outcome
+    assert reading.outcome.endswith("it cannot verify this node's TLS certificate: give this "
+                                    "node one signed by the CA in the peer's `ca` that names "
+                                    "the address the peer dials")

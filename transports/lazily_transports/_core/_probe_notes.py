@@ -14,6 +14,8 @@ _DIALING = re.compile(
     r"(?:, last failure(?: (?P<age>\d+(?:\.\d+)?)s ago)?: (?P<failure>.*))?",
     re.DOTALL,
 )
+#: How :mod:`ssl` names a certificate the dialer could not verify, in its messages.
+_CERTIFICATE_REFUSED = "CERTIFICATE_VERIFY_FAILED"
 
 
 def refusal_note(refuser: int, refused: int, reason: str = "") -> str:
@@ -54,13 +56,18 @@ def read_answer(peer_id: int, note: str, listened_for: float) -> ProbeReading:
     A peer that dials the prober, and whose last failure came before the prober
     listened, is late, not misdirected: it dials again within its backoff. One whose
     dial failed while the prober listened, or that has no link to it, is told at
-    WARNING with the hint to check its ``[peers]``.
+    WARNING with the hint to check its ``[peers]`` (or, when the peer could not verify
+    the prober's TLS certificate, that certificate).
     """
     dialing = _DIALING.fullmatch(note)
     coming = note.startswith(
         tuple(f"node {peer_id} {verb} " for verb in ("had a stale link", "has a link")))
+    hint = "check that its [peers] lists this node's address"
     if dialing is not None:  # said without when it last failed, so that it reads alike
         failure = dialing["failure"]
+        if failure is not None and _CERTIFICATE_REFUSED in failure:
+            hint = ("it cannot verify this node's TLS certificate: give this node one signed "
+                    "by the CA in the peer's `ca` that names the address the peer dials")
         late = failure is None or (dialing["age"] is not None
                                    and float(dialing["age"]) >= listened_for)
         note = f"node {dialing['me']} dials node {dialing['peer']} at {dialing['address']}"
@@ -72,5 +79,5 @@ def read_answer(peer_id: int, note: str, listened_for: float) -> ProbeReading:
             logging.DEBUG)
     return ProbeReading(
         f"peer {peer_id} accepted our credentials but has not dialed us"
-        f"{f' ({note})' if note else ''}: check that its [peers] lists this node's address",
+        f"{f' ({note})' if note else ''}: {hint}",
         logging.WARNING)
