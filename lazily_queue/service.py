@@ -54,6 +54,18 @@ FATAL_GRACE = 1.0
 AppEntry = Callable[["Node", dict[str, Any]], Coroutine[Any, Any, None]]
 
 
+def _listen_fix(config: NodeConfig, exc: OSError) -> str:
+    """What to change when the node cannot listen for ``exc`` (not a permission)."""
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return ("this machine has no such address: listen on one of its own, and give the "
+                "other nodes that address in their [peers]")
+    if config.listen.startswith("webrtc") and exc.errno != errno.EADDRINUSE:
+        return ("check that the signaling server runs at that address (`lazily-queue "
+                "signaling --listen HOST:PORT`) and that this host reaches it")
+    return (f"if another node with id {config.node_id} is running, stop it or give this "
+            "node its own id and address")
+
+
 class AppFailed(Exception):
     """The ``[app]`` module raised while it was imported (its traceback is logged)."""
 
@@ -217,8 +229,7 @@ class NodeService:
                 ) from None
             raise ConfigError(
                 f"{self.config.source}: cannot listen on `listen` = {self.config.listen!r}: "
-                f"{exc.strerror or exc}; if another node with id {self.config.node_id} is "
-                "running, stop it or give this node its own id and address"
+                f"{exc.strerror or exc}; {_listen_fix(self.config, exc)}"
             ) from None
 
     async def _await_leader(self, node: Node, watch: LinkTrouble) -> None:
