@@ -92,6 +92,16 @@ def test_the_readme_names_nothing_outside_the_repository() -> None:
         assert (ROOT / path.rstrip("/")).exists(), path
 
 
+def test_the_security_model_names_every_handshake_feature() -> None:
+    from lazily_transports import READY_FEATURE
+
+    from lazily_queue.raft.features import OPTIONAL_FEATURES, REQUIRED_FEATURES
+
+    section = README.read_text().split("\n## Security model\n")[1].split("\n## ")[0]
+    named = set(re.findall(r"`([a-z]+(?:-[a-z]+)*-v\d+)`", section))
+    assert named == REQUIRED_FEATURES | OPTIONAL_FEATURES | {READY_FEATURE}
+
+
 def test_the_two_set_up_commands_come_first() -> None:
     first = by_lang("sh")[0].body.splitlines()
     assert [line.split()[:2] for line in first] == [["make", "demo"], ["make", "test"]]
