@@ -262,7 +262,8 @@ class NodeService:
             problem = mesh_trouble(node, peer) or watch.last.get(peer, "no link")
             if "closed by peer" in problem and address.startswith(("tls://", "wss://")):
                 problem += (" (a peer that refuses this node's TLS certificate closes the "
-                            "link so: check that the CA the peers trust signed it, and the "
+                            "link so: check that the CA the peers trust signed it and that "
+                            "it allows client use (extendedKeyUsage clientAuth), and the "
                             "peer's log for why)")
             parts.append(f"peer {peer} ({address}): {problem}")
         return ("A majority must be running and reachable; check that the other nodes are "
