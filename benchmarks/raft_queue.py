@@ -26,9 +26,9 @@ import secrets
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.raft_load import percentiles, push_load  # noqa: E402
+from benchmarks.raft_load import push_load  # noqa: E402
 from lazily_queue import testing  # noqa: E402
 from lazily_queue.demo.processes import NodeProcess  # noqa: E402
 from lazily_queue.raft.engine import EngineConfig  # noqa: E402
@@ -231,55 +231,15 @@ async def failover(root: Path, rounds: int) -> dict[str, Any]:
 
 
 def stock(count: int) -> dict[str, Any]:
-    from pysyncobj import SyncObj, replicated
-
-    class StockQueue(SyncObj):  # type: ignore[misc]
-        def __init__(self, me: str, others: list[str]) -> None:
-            super().__init__(me, others)
-            self.items: list[Any] = []
-
-        @replicated  # type: ignore[misc]
-        def push(self, value: Any) -> None:
-            self.items.append(value)
-
-    ports = [free_port() for _ in range(3)]
-    addrs = [f"127.0.0.1:{p}" for p in ports]
-    nodes = [StockQueue(a, [b for b in addrs if b != a]) for a in addrs]
-    try:
-        while not any(n._isLeader() for n in nodes):
-            time.sleep(0.05)
-        time.sleep(0.5)
-        follower = next(n for n in nodes if not n._isLeader())
-        out: dict[str, Any] = {}
-        for inflight in (1, 256):
-            n = count if inflight > 1 else max(20, count // 200)
-            lat: list[float] = []
-            done = threading.Semaphore(0)
-            slots = threading.Semaphore(inflight)
-
-            def finished(
-                res: Any, err: Any, start: float, lat: list[float] = lat,
-                slots: threading.Semaphore = slots, done: threading.Semaphore = done,
-            ) -> None:
-                lat.append(time.perf_counter() - start)
-                slots.release()
-                done.release()
-
-            started = time.perf_counter()
-            for i in range(n):
-                slots.acquire()
-                t0 = time.perf_counter()
-                follower.push(i, callback=lambda r, e, t0=t0: finished(r, e, t0))
-            for _ in range(n):
-                done.acquire()
-            elapsed = time.perf_counter() - started
-            out[f"inflight_{inflight}"] = {"pushes": n, "pushes_per_s": round(n / elapsed),
-                                           **percentiles(lat)}
-        return out
-    finally:
-        for node in nodes:
-            node.destroy()
-        time.sleep(0.3)
+    """:func:`benchmarks.stock_pysyncobj.stock` in a fresh interpreter: this process
+    imported ``lazily_queue``, whose patches keep stock PySyncObj from linking."""
+    program = ("import json, sys\n"
+               "from benchmarks.stock_pysyncobj import stock\n"
+               "print(json.dumps(stock(int(sys.argv[1]))))\n")
+    done = subprocess.run([sys.executable, "-c", program, str(count)], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
 
 
 # -- main ---------------------------------------------------------------------------------------
