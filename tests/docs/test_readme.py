@@ -102,6 +102,17 @@ def test_the_security_model_names_every_handshake_feature() -> None:
     assert named == REQUIRED_FEATURES | OPTIONAL_FEATURES | {READY_FEATURE}
 
 
+def test_the_capability_table_names_every_flag() -> None:
+    from dataclasses import fields
+
+    from lazily_queue.storage import StorageCapabilities
+
+    text = README.read_text()
+    table = text[text.index("| flag | meaning |"):].split("\n\n")[0]
+    flags = re.findall(r"^\| `(\w+)` \|", table, re.M)
+    assert sorted(flags) == sorted(f.name for f in fields(StorageCapabilities))
+
+
 def test_the_two_set_up_commands_come_first() -> None:
     first = by_lang("sh")[0].body.splitlines()
     assert [line.split()[:2] for line in first] == [["make", "demo"], ["make", "test"]]
