@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import signal
 import sys
 from pathlib import Path
@@ -79,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_serve(host, port, token, context))
     except OSError as exc:
-        print(f"error: cannot serve on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
+        fix = ("; another process listens there: stop it or choose another port"
+               if exc.errno == errno.EADDRINUSE else "")
+        print(f"error: cannot serve on {args.listen}: {exc.strerror or exc}{fix}",
+              file=sys.stderr)
         return 1
 
 
