@@ -22,7 +22,7 @@ from typing import Any
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "signaling", help="run the signaling server of webrtc+ws:// links",
-        description=__doc__)
+        description=(__doc__ or "").replace("``", ""))
     parser.add_argument("--listen", required=True, metavar="HOST:PORT",
                         help="address to serve on (port 0: any free port; printed)")
     token = parser.add_mutually_exclusive_group()

@@ -37,3 +37,13 @@ def test_a_port_in_use_is_named_with_the_fix(capsys: pytest.CaptureFixture[str])
     err = capsys.readouterr().err
     assert err.startswith(f"error: cannot serve on 127.0.0.1:{port}: ") and err.count("\n") == 1
     assert "another process listens there: stop it or choose another port" in err
+
+
+def test_the_help_reads_as_plain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    from lazily_queue.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["signaling", "--help"])
+    out = capsys.readouterr().out
+    assert "lazily-queue signaling --listen HOST:PORT: the signaling server" in out
+    assert "``" not in out
