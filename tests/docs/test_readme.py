@@ -8,8 +8,9 @@ How each block is taken (by its language and first line):
   ``chat.py`` are called with an HTTP client; ``test_*.py`` runs under pytest);
   anything else runs as a program and must exit 0. Every one of them but the fragments
   also passes ``mypy --strict`` (``test_readme_types.py``, ``make lint``).
-- ``toml``: ``# nodeN.toml`` must be the file in ``examples/cluster/``; every TOML
-  block must load as a node configuration.
+- ``toml``: ``# fragment of PATH`` -> every line is in that file; ``# nodeN.toml``
+  must be the file in ``examples/cluster/``; every other TOML block must load as a node
+  configuration.
 - ``sh``: ``# usage`` -> each option is in the command's ``--help``; ``make`` lines
   must be targets (``make -n``); ``pip install`` lines must name extras that exist;
   anything else runs with bash in a copy of the repository, ``lazily-queue`` on PATH.
@@ -136,7 +137,7 @@ def test_python_programs_run(block: Block, tmp_path: Path) -> None:
         assert out.returncode == 0, f"README line {block.line}:\n{out.stdout}\n{out.stderr}"
 
 
-FRAGMENTS = [b for b in by_lang("python") if b.is_fragment]
+FRAGMENTS = [b for b in blocks() if b.is_fragment]
 
 
 @pytest.mark.parametrize("block", FRAGMENTS, ids=ids(FRAGMENTS))
@@ -162,7 +163,10 @@ def test_the_file_blocks_are_the_example_files() -> None:
         assert other == expected
 
 
-@pytest.mark.parametrize("block", by_lang("toml"), ids=ids(by_lang("toml")))
+TOML = [b for b in by_lang("toml") if not b.is_fragment]
+
+
+@pytest.mark.parametrize("block", TOML, ids=ids(TOML))
 def test_toml_blocks_are_valid_node_configurations(block: Block, tmp_path: Path) -> None:
     path = tmp_path / (block.file_name or "node.toml")
     path.write_text(block.body)
