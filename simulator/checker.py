@@ -19,7 +19,8 @@ recorded result must be the model's. On top of that:
 - a client prefetching batches hands out, gives back (once, under the ids popped) or
   keeps every element its pops took, none twice; an element given back to the head is
   the next taken, in the order given back, and a client's is taken again once or still
-  queued (:mod:`.session_givers`);
+  queued (:mod:`.session_givers`); a checked give-back applies as the session's record
+  of popped elements allows, alike on every replica (:mod:`.checked_give_backs`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
   message ids unique, assigned in push order, kept when given back, and no element
   enqueued later than it is popped (:mod:`.queue_ids`);
@@ -67,6 +68,7 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.ops import OpError
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
+from .checked_give_backs import GIVE_BACKS, CheckedGiveBacks
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
 from .ephemeral_sessions import EphemeralSessionsModel
 from .expiry import TTL_QUEUE, ExpiryModel
@@ -138,6 +140,7 @@ class Checker(TopicChecks):
         self.txn_options = TxnOptionsModel()
         self.ephemeral = EphemeralSessionsModel()
         self.registered = RegisteredSessionsModel()
+        self.checked = CheckedGiveBacks()
 
     def fail(self, text: str) -> NoReturn:
         raise Violation(text)
@@ -216,8 +219,10 @@ class Checker(TopicChecks):
                 self.capacity = args[1]
         elif code in (C.QUEUE_PUSH, C.QUEUE_POP, C.QUEUE_UNPOP, C.QUEUE_POP_MANY,
                       C.QUEUE_UNPOP_MANY, C.QUEUE_POP_STAMPED, C.QUEUE_UNPOP_STAMPED,
-                      C.QUEUE_PUSH_HEADERS, C.QUEUE_POP_HEADERS, C.QUEUE_UNPOP_HEADERS):
-            self._queue_op(op)
+                      C.QUEUE_PUSH_HEADERS, C.QUEUE_POP_HEADERS, C.QUEUE_UNPOP_HEADERS,
+                      *C.CHECKED_GIVE_BACKS):
+            if self.checked.applies(op):  # (:mod:`.checked_give_backs`)
+                self._queue_op(op)
         elif code == C.WORK_DECLARE:
             if self.work is None:
                 self.work = WorkModel(args[1], args[2])
@@ -271,12 +276,12 @@ class Checker(TopicChecks):
             self.pushed.extend(op.args[1])
             self.ids.unpop_fresh(op.args[1])
             op.expect(None)
-        elif op.code in (C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS):
+        elif op.code in GIVE_BACKS:
             self.ids.unpop_stamped(op, op.args[1], op.args[2])
             q.extendleft(reversed(op.args[1]))
             self.pushed.extend(op.args[1])
             op.expect(None)
-            if op.code == C.QUEUE_UNPOP_HEADERS:
+            if op.code in (C.QUEUE_UNPOP_HEADERS, C.QUEUE_UNPOP_HEADERS_CHECKED):
                 self.headers.given_back(op)
         elif op.code in (C.QUEUE_POP_MANY, C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS):
             if not q:

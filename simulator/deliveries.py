@@ -35,7 +35,7 @@ def check_session_answers(history: History, clients: Sequence[Client]) -> int:
     checked = 0
     for (session, seq), applied in history.results.items():
         client = sessions.get(session)
-        if client is None or seq in getattr(client, "refused_seqs", ()):
+        if client is None or seq in getattr(client, "unawaited", ()):
             continue  # (a retry refused at a member's gate: :mod:`.session_givers`)
         checked += 1
         name = C.op_name(applied.code)

@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 
 from lazily_queue.raft.batch import CommandError, decode_command
 from lazily_queue.replicated.ops import (
+    CHECKED_GIVE_BACKS,
     CLIENT_OP,
     CLIENT_OPS,
     EPHEMERAL_REAP,
@@ -77,6 +78,11 @@ class History:
     max_client_sessions: int | None = None
     #: Per op first seen answered ``duplicate`` (never applied before): that appearance.
     fenced: dict[tuple[int, int], AppliedOp] = field(default_factory=dict)
+    #: Per index holding checked give-backs (a consume-only client's): their answers at
+    #: the first application, which every later one must give.
+    checked: dict[int, list[Any]] = field(default_factory=dict)
+    #: The index of the first checked give-back (it empties the records), once applied.
+    checking_from: int | None = None
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,
                results: Any, ran: tuple[tuple[int, int], ...] = (),
@@ -93,6 +99,11 @@ class History:
                     f"state machine safety: node {node} applied a different command at index "
                     f"{index} than was applied before ({digest} != {known})"
                 )
+            answers = self.checked.get(index)
+            if answers is not None and _checked(index, payload, results, stamp) != answers:
+                self.fail(f"replicas disagree on the checked give-backs of index {index}: "
+                          f"{node} answered {_checked(index, payload, results, stamp)!r:.200}, "
+                          f"the first {answers!r:.200}")
             return
         self.digests[index] = digest
         for k, key in enumerate(ran):
@@ -112,8 +123,11 @@ class History:
         if not isinstance(results, list) or len(results) != len(ops):
             return
         entry: list[AppliedOp] = []
+        checked: list[Any] = []
         for op, result in zip(ops, results, strict=True):
             for applied in _unwrapped(index, session, op, result, stamp):
+                if applied.code in CHECKED_GIVE_BACKS:
+                    checked.append((applied.session, applied.seq, applied.result))
                 self.client_ops += applied.session != session
                 key = (applied.session, applied.seq)
                 if key not in self.results and _not_applied(applied.result):
@@ -122,6 +136,8 @@ class History:
                 entry.append(applied)
                 self.results.setdefault(key, applied)
         self.ops[index] = entry
+        if checked:
+            self.checked[index] = checked
 
     def fail(self, message: str) -> NoReturn:
         # Kept as well as raised: the engine swallows exceptions from apply.
@@ -148,6 +164,19 @@ class History:
 NOT_APPLIED = frozenset({"duplicate", "session_ended", "session_unknown"})
 #: Of those, the refusals of an op under a session the state machine does not hold.
 REFUSED = frozenset({"session_ended", "session_unknown"})
+
+
+def _checked(index: int, payload: bytes, results: Any, stamp: int) -> list[Any]:
+    """The answers to the checked give-backs of the entry ``payload`` at ``index``."""
+    try:
+        session, _, ops = decode_command(payload)
+    except CommandError:
+        return []
+    if not isinstance(results, list) or len(results) != len(ops):
+        return []
+    return [(a.session, a.seq, a.result) for op, result in zip(ops, results, strict=True)
+            for a in _unwrapped(index, session, op, result, stamp)
+            if a.code in CHECKED_GIVE_BACKS]
 
 
 def _not_applied(result: Any) -> bool:
@@ -188,10 +217,12 @@ class RecordingStateMachine(StateMachine):
         self._inner_ran = False
 
     def apply(self, payload: bytes, stamp: int) -> Any:
-        before = self.now
+        before, checking = self.now, self.popped.checking
         self._ran = []
         self._refused = []
         result = super().apply(payload, stamp)
+        if self.popped.checking and not checking and self.history.checking_from is None:
+            self.history.checking_from = self.index_source()
         if self.now < before:
             self.history.fail(f"node {self.node}: replicated time went back from {before}")
         self.history.record(self.node, self.index_source(), payload, stamp, result,

@@ -28,30 +28,26 @@ give-back an earlier attempt of which went unanswered (no answer, or one that di
 say it was not applied) has its outcome unknown, as the client reports it: its
 elements are kept unless the log applied it (``refused_unknown_applied``).
 
-:func:`check_give_backs`, per giver: the elements its applied pops took are exactly
-those it handed out, those its applied give-backs returned and those it kept (died,
-unsent, refused), none twice; no gate refused a give-back whose pop its member had
-applied, the session held; a give-back the client is told was not applied (refused
-with no attempt of it gone unanswered) never applied. Over the whole log: an element
-given back to the head (by any client) is the next taken from it, in the order given
-back, and each one a giver returned is taken again once or still queued at the end.
+A consume-only giver sends some give-backs twice (:data:`GIVE_TWICE`): under a new
+sequence number, through another member at once, if its gate admits it; the state
+machine applies at most one of them (:mod:`lazily_queue.replicated.session_popped`).
+What the log made of them is checked by :mod:`.give_back_checks`.
 """
 
 from __future__ import annotations
 
 import random
-from collections import Counter
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from lazily_queue.client.popped import Giving, give_back_refusal
+from lazily_queue.client.popped import CHECKED, Giving, give_back_refusal
 from lazily_queue.core import ids
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.client_sessions import owner_tag
+from lazily_queue.replicated.ops import OpError
+from lazily_queue.replicated.session_popped import REFUSED
 from lazily_queue.replicated.session_register import REGISTERED_BASE, registered
 
-from .client import FAILED, OK, QUEUE, UNKNOWN, Client, Observed
-from .history import History, Violation
+from .client import FAILED, OK, QUEUE, UNKNOWN, Observed
 from .session_client import DOUBLE_SEND, SessionClient
 
 if TYPE_CHECKING:
@@ -67,9 +63,12 @@ HAND_ONE = 0.3
 ANSWER_LOST = 0.1
 #: The share of retries sent on a new link to the same member (a client reconnecting).
 RECONNECT = 0.5
-_POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS, C.QUEUE_POP_MANY, C.QUEUE_POP})
-_GIVE_BACKS = frozenset({C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS, C.QUEUE_UNPOP_MANY,
-                         C.QUEUE_UNPOP})
+POPS = frozenset({C.QUEUE_POP_STAMPED, C.QUEUE_POP_HEADERS, C.QUEUE_POP_MANY, C.QUEUE_POP})
+#: The share of a consume-only giver's give-backs also sent under another sequence number
+#: through another member at once (an application giving back one message twice).
+GIVE_TWICE = 0.2
+GIVE_BACKS = frozenset({*C.CHECKED_GIVE_BACKS, C.QUEUE_UNPOP_STAMPED, C.QUEUE_UNPOP_HEADERS,
+                         C.QUEUE_UNPOP_MANY, C.QUEUE_UNPOP})
 
 
 class _Link:
@@ -116,10 +115,22 @@ class SessionGiver(SessionClient):
         self.given_elements = 0
         self._link: _Link | None = None
         self._giving: dict[tuple[str, int], Giving] = {}
+        #: Give-backs sent twice (:meth:`_give_twice`): seq -> the other's seq; those
+        #: tried; those refused (at a gate, or as they applied: elements -> kept unless
+        #: the other applied).
+        self.twice: dict[int, int] = {}
+        self.twice_tried: set[int] = set()
+        self.twice_refused: dict[int, list[Any]] = {}
 
     @property
     def settled(self) -> bool:
         return super().settled and self.held is None
+
+    @property
+    def unawaited(self) -> set[int]:
+        """The sequence numbers of ops that may have applied with no answer awaited: a
+        retry refused at a gate after an attempt went unanswered, a give-back's second."""
+        return {*self.refused_seqs, *self.twice_refused, *self.twice.values()}
 
     def next_inner(self) -> tuple[int, list[Any]] | None:
         if self.held is not None:
@@ -158,23 +169,37 @@ class SessionGiver(SessionClient):
         link = self._current_link()
         if self.consume_only and not self._admitted(link, seq, code, args):
             return
-        wrapped = self._wrapped(seq, code, args)
+        proposed = CHECKED.get(code, code) if self.consume_only else code  # as its gate does
+        wrapped = self._wrapped(seq, proposed, args)
         self.grouped = wrapped[0] == C.CLIENT_OPS
         obs = self.call(wrapped[0], wrapped[1:], self._done, timeout=self.rng.uniform(0.3, 2.0))
         if obs is None:
             return
         self.attempts += 1
         obs.session, obs.seq, obs.code, obs.args = self.session, seq, code, list(args)
-        if self.rng.random() < DOUBLE_SEND:
-            others = [n for n in self._running() if n != self.node]
-            if others:
-                other = self.rng.choice(others)
-                if (self.consume_only and code == C.QUEUE_UNPOP_STAMPED
-                        and self._refusal(other, seq, code, args) is not None):
-                    return  # that member's gate refuses it
-                again = self._wrapped(seq, code, args)
-                self.cluster.propose_detached(other, again[0], again[1:],
-                                              timeout=self.rng.uniform(0.3, 2.0))
+        others = [n for n in self._running() if n != self.node]
+        if (proposed != code and others and seq not in self.twice_tried
+                and self.rng.random() < GIVE_TWICE):
+            self._give_twice(self.rng.choice(others), seq, proposed, args)
+        elif self.rng.random() < DOUBLE_SEND and others:
+            other = self.rng.choice(others)
+            if proposed != code and self._refusal(other, seq, code, args) is not None:
+                return  # that member's gate refuses it
+            again = self._wrapped(seq, proposed, args)
+            self.cluster.propose_detached(other, again[0], again[1:],
+                                          timeout=self.rng.uniform(0.3, 2.0))
+
+    def _give_twice(self, other: str, seq: int, proposed: int, args: list[Any]) -> None:
+        """Give back what give-back ``seq`` does under a new sequence number through member
+        ``other`` at once, unless its gate refuses (as ``give_back()`` called twice
+        concurrently while linked to two members): one of them may apply, never both."""
+        self.twice_tried.add(seq)
+        self.seq += 1
+        if self._refusal(other, self.seq, C.QUEUE_UNPOP_STAMPED, args) is None:
+            self.twice[seq] = self.seq  # its floor: ``seq``, unanswered
+            self.cluster.propose_detached(other, C.CLIENT_OP, [self.session, self.seq, seq,
+                                                               proposed, *args],
+                                          timeout=self.rng.uniform(0.3, 2.0))
 
     def _registered(self, obs: Observed) -> None:
         if obs.outcome == OK and type(obs.result) is int and obs.result >= REGISTERED_BASE:
@@ -212,8 +237,11 @@ class SessionGiver(SessionClient):
                 and view.client_op_applied(self.session, seq)):
             self.retried_applied += 1
             return True  # answered from the session
-        self._refused_holding(link.node, seq)
         self.pending = None
+        if seq in self.twice:  # the other may have given them back
+            self.twice_refused[seq] = list(args[1])
+            return False
+        self._refused_holding(link.node, seq)
         if seq in self.unanswered:
             self.refused_seqs[seq] = list(args[1])
         else:
@@ -229,6 +257,10 @@ class SessionGiver(SessionClient):
                 or not node.view.client_op_applied(self.session, self.held_pop)):
             return  # it has not applied the pop yet, or no longer holds the session
         pop = self.sim.history.results.get((self.session, self.held_pop))
+        start = self.sim.history.checking_from
+        if pop is not None and start is not None and pop.index < start <= (
+                node.replica.engine.last_applied):
+            return  # the cluster's first checked give-back emptied the records since
         first = node.replica.journal.first_index
         self.refused_holding.append(
             f"give-back (seq {seq}) refused by {n} (incarnation {node.incarnation}), which "
@@ -241,6 +273,13 @@ class SessionGiver(SessionClient):
         if (obs.outcome == OK and obs.code == C.QUEUE_UNPOP_STAMPED
                 and self.rng.random() < ANSWER_LOST):
             obs.outcome = UNKNOWN  # applied; the link ended before its answer came
+        elif obs.outcome == OK and isinstance(obs.result, OpError) and obs.result.code == REFUSED:
+            # refused as it applied: the other of a give-back sent twice applied first, or
+            # the cluster's first checked give-back emptied the records since the pop
+            if obs.seq in self.twice:
+                self.twice_refused[obs.seq] = list(obs.args[1])
+            else:
+                self.stranded["refused"].extend(obs.args[1])
         if obs.outcome not in (OK, FAILED):
             self.unanswered.add(obs.seq)
         super()._done(obs)
@@ -258,8 +297,9 @@ class SessionGiver(SessionClient):
 
     def answered(self, code: int, args: list[Any], result: Any) -> None:
         if code == C.QUEUE_UNPOP_STAMPED:
-            self.gave_back += 1
-            self.given_elements += len(args[1])
+            if result is None:
+                self.gave_back += 1
+                self.given_elements += len(args[1])
             return
         if not (isinstance(result, list) and result and result[0]):
             return
@@ -280,94 +320,3 @@ class SessionGiver(SessionClient):
         n = min(n, len(values))
         self.handed.extend(values[:n])
         self.held = (values[n:], ids.tail(runs, len(values) - n)) if n < len(values) else None
-
-
-def check_give_backs(history: History, clients: Sequence[Client],
-                     final_queue: list[Any] | None) -> dict[str, int]:
-    """The give-back properties (module docstring); returns what was checked."""
-    givers = {cl.session: cl for cl in clients if isinstance(cl, SessionGiver)}
-    head: list[tuple[Any, str]] = []  # what the next pops of the queue must take
-    outstanding: Counter[Any] = Counter()  # returned by a giver, not taken since
-    taken: dict[int, Counter[Any]] = {s: Counter() for s in givers}
-    returned: dict[int, Counter[Any]] = {s: Counter() for s in givers}
-    seen: set[tuple[int, int]] = set()
-    stats = Counter[str]()
-    for op in history.in_order():
-        key = (op.session, op.seq)
-        if key in seen or not op.args or op.args[0] != QUEUE:
-            continue
-        seen.add(key)
-        giver = givers.get(op.session)
-        if op.code in _GIVE_BACKS and op.result is None:
-            values = [op.args[1]] if op.code == C.QUEUE_UNPOP else list(op.args[1])
-            who = giver.cid if giver is not None else "a member's consumer"
-            head[:0] = [(v, f"{who} at index {op.index}") for v in values]
-            if giver is not None:
-                returned[op.session].update(values)
-                outstanding.update(values)
-                stats["give_backs"] += 1
-        elif op.code in _GIVE_BACKS and giver is not None:
-            raise Violation(f"{giver.cid}: give-back (seq {op.seq}) of popped elements applied "
-                            f"at index {op.index} returning {op.result!r:.80}")
-        elif op.code in _POPS:
-            got = _popped(op.code, op.result)
-            if giver is not None:
-                taken[op.session].update(got)
-            for value in got:
-                if head:
-                    expected, where = head.pop(0)
-                    if value != expected:
-                        raise Violation(f"index {op.index}: a pop took {value!r:.40} where "
-                                        f"{expected!r:.40}, given back by {where}, was next")
-                    stats["head_checked"] += 1
-                if outstanding[value] > 0:
-                    outstanding[value] -= 1
-                    stats["taken_again"] += 1
-    queued = Counter(final_queue or [])
-    for value, count in (+outstanding).items():
-        if queued[value] < count:
-            raise Violation(f"element {value!r:.60} a giver gave back was never taken again "
-                            "and is not queued: lost")
-    for session, giver in givers.items():
-        if giver.refused_holding:
-            raise Violation(f"{giver.cid}: {giver.refused_holding[0]}; the client keeps its "
-                            "elements (the library's own give-back is lost once every "
-                            f"member refuses it; {len(giver.refused_holding)} such)")
-        kept = Counter(giver.handed)
-        for values in giver.stranded.values():
-            kept.update(values)
-        for seq in giver.refused_told:
-            if (session, seq) in history.results:
-                raise Violation(f"{giver.cid}: give-back (seq {seq}) applied at index "
-                                f"{history.results[session, seq].index}, though the client "
-                                "was told it was not applied (a member's gate refused it)")
-        for seq, values in giver.refused_seqs.items():
-            if (session, seq) not in history.results:
-                kept.update(values)
-                stats["refused"] += len(values)
-            else:
-                stats["refused_unknown_applied"] += 1
-        accounted = kept + returned[session]
-        if accounted != taken[session]:
-            raise Violation(f"{giver.cid}: its pops took {_shown(taken[session] - accounted)} "
-                            f"that it neither handed out, gave back nor kept; it accounts "
-                            f"for {_shown(accounted - taken[session])} it never took")
-    stats["refused"] += sum(len(g.stranded["refused"]) for g in givers.values())
-    stats["unsent"] = sum(len(g.stranded["unsent"]) for g in givers.values())
-    stats["died"] = sum(len(g.stranded["died"]) for g in givers.values())
-    stats["handed"] = sum(len(g.handed) for g in givers.values())
-    stats["retried_applied"] = sum(g.retried_applied for g in givers.values())
-    return dict(stats)
-
-
-def _popped(code: int, result: Any) -> list[Any]:
-    if code == C.QUEUE_POP:
-        return [result] if isinstance(result, str) else []
-    if code == C.QUEUE_POP_MANY:
-        return list(result) if isinstance(result, list) else []
-    return list(result[0]) if isinstance(result, list) and result else []
-
-
-def _shown(counter: Counter[Any]) -> str:
-    items = sorted((+counter).elements(), key=repr)
-    return "nothing" if not items else f"{items!r:.120}"

@@ -26,6 +26,7 @@ from .ephemeral_sessions import EphemeralSessionClient
 from .expiry import TtlClient
 from .faults import Faults
 from .forgotten_sessions import ForgettingClient
+from .give_back_checks import check_give_backs
 from .given_back import check_given_back
 from .group_expiry import GroupTtlClient
 from .headers import HeaderConsumer, HeaderProducer
@@ -43,7 +44,7 @@ from .session_client import (
     SessionProducer,
     SessionWorker,
 )
-from .session_givers import SessionGiver, check_give_backs
+from .session_givers import SessionGiver
 from .stats import checked_stats
 from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
@@ -104,7 +105,7 @@ class Simulation:
         self.session_answers = 0
         self.kept = 0
         self.given_back = 0
-        #: What :func:`~.session_givers.check_give_backs` checked.
+        #: What :func:`~.give_back_checks.check_give_backs` checked.
         self.give_backs: dict[str, int] = {}
         self._next_drain_check = 0.0
 

@@ -26,7 +26,7 @@ from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import AnswerBudget, Outbox
-from .popped import GIVE_BACKS, Giving, give_back_refusal
+from .popped import CHECKED, GIVE_BACKS, Giving, give_back_refusal
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -237,6 +237,7 @@ class ClientConnection:
                                               session, op.seq, code, args, self.grant.name))
                     and not self._applied_before(op.seq, view)):
                 return P.PermissionDenied(refusal)
+            op.code = CHECKED[code]  # applied only as the session's record allows then
         return None
 
     def _applied_before(self, seq: int, view: ReadView) -> bool:

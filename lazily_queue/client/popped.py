@@ -16,9 +16,13 @@ session popped. A pop sent under a sequence number another op of the session use
 answered without applying, and notes nothing. A give-back admitted here marks its
 elements (:class:`Giving`): another op of the session giving them back is refused while
 the record holds them; the same op sent again (a retry under its sequence number) is
-proposed and applies at most once. A retry of a give-back whose earlier attempt applied
-(taking its elements off the record) is proposed all the same and answered from the
-session, when the member holds it as applied; one refused while an earlier attempt's
+proposed and applies at most once. It is proposed checked (:data:`CHECKED`): it
+applies only if the session's record, as the log has it when it applies, still holds
+its elements, so two give-backs of one element admitted by two members' gates before
+either applied apply once (the other is answered ``PermissionDenied``). A retry of a
+give-back whose earlier attempt applied (taking its elements off the record) is
+proposed all the same and answered from the session, when the member holds it as
+applied; one refused while an earlier attempt's
 answer was lost is reported by the client with its outcome unknown
 (:func:`retry_refused`): that attempt may yet apply. A give-back nobody awaits (the
 library's own: a pop's whose caller went away, an iteration's rest) refused here goes
@@ -37,6 +41,8 @@ from ..replicated import ops as C
 from ..replicated.session_popped import GIVE_BACKS as GIVE_BACKS
 from ..replicated.session_popped import SESSION_ELEMENTS, SessionRecord, digest, elements
 
+#: The checked form a member proposes of each give-back it admitted here.
+CHECKED = {plain: checked for checked, plain in C.CHECKED_GIVE_BACKS.items()}
 #: Elements whose give-back one member remembers having admitted (all clients).
 GIVING_KEPT = 65536
 #: Times a give-back nobody awaits is sent again after a member's gate refused it.

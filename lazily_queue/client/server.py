@@ -46,6 +46,7 @@ from ..errors import InvalidConfiguration, MessageTooLarge, TooManyObjects, TooM
 from ..pending_caps import listener_count, pending_caps
 from ..replicated import ops
 from ..replicated.results import encode_result
+from ..replicated.session_popped import REFUSED as GIVE_BACK_REFUSED
 from ..replicated.session_register import UNKNOWN
 from . import protocol as P
 from .access import ClientAccess, ClientGrant
@@ -385,8 +386,11 @@ class ClientServer:
 
     def _answer_op(self, conn: ClientConnection, op: PendingOp, result: Any,
                    error: BaseException | None) -> None:
-        if type(result) is ops.OpError and result.code == UNKNOWN.code:
-            conn.session_lost = True  # the link may register another (:mod:`.greeting`)
+        if type(result) is ops.OpError:
+            if result.code == UNKNOWN.code:
+                conn.session_lost = True  # the link may register another (:mod:`.greeting`)
+            elif result.code == GIVE_BACK_REFUSED:  # as it applied (:mod:`.popped`)
+                result, error = None, P.PermissionDenied(result.message)
         self._answer(conn, op.rid, result, error)
 
     def _answer(self, conn: ClientConnection, rid: int, result: Any,

@@ -107,6 +107,11 @@ KEPT_BY_OWNER_FEATURE = "session-kept-by-owner-v1"
 #: ``limit`` elements, a pop or claim at most ``EXPIRE_LIMIT`` expired ones (stopping
 #: before the next): an older member would remove them all and diverge.
 EXPIRE_LIMIT_FEATURE = "expire-limit-v1"
+#: Checked give-backs (``QUEUE_UNPOP_STAMPED_CHECKED``, ``QUEUE_UNPOP_HEADERS_CHECKED``,
+#: snapshot key ``session_popped_checking``) applied only as the session's record of
+#: popped elements allows: an older member would answer them ``unknown_op``, or apply a
+#: give-back the others refuse, and diverge.
+GIVE_BACK_CHECKED_FEATURE = "give-back-checked-v1"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -127,4 +132,5 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                GROUP_RUN_SNAPSHOT_FEATURE, SESSION_REGISTER_FEATURE,
                                RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE,
                                TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE,
-                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE})
+                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,
+                               GIVE_BACK_CHECKED_FEATURE})

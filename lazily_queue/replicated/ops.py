@@ -66,6 +66,7 @@ WORK_PUSH_ONCE = 51  # [name, msg_id, value]: push unless msg_id is in the dedup
 # Message ids and enqueue stamps: 60..69.
 QUEUE_POP_STAMPED = 60  # [name, n]: pop up to n; [values, runs of [first_id, count, stamp]]
 QUEUE_UNPOP_STAMPED = 61  # [name, values, runs]: give back to the head with their ids
+QUEUE_UNPOP_STAMPED_CHECKED = 62  # as 61, of elements the session holds as popped (.session_popped)
 # Transactions: 70..79.
 TXN = 70  # [[code, *args], ...]: the ops of TXN_OPS applied all or none (.transactions)
 # Topic replay and consumer groups: 80..89.
@@ -79,6 +80,7 @@ TOPIC_SEEK_TIME = 91  # [name, subscriber, stamp_ms]: move a cursor to the first
 QUEUE_PUSH_HEADERS = 92  # [name, headers, msg_id | None, value]: a push with headers
 QUEUE_POP_HEADERS = 93  # [name, n]: as QUEUE_POP_STAMPED; [values, runs, [[id, headers]..]]
 QUEUE_UNPOP_HEADERS = 94  # [name, values, runs, [[id, headers], ...]]: give back with them
+QUEUE_UNPOP_HEADERS_CHECKED = 97  # as 94, of elements the session holds as popped
 TOPIC_PUBLISH_HEADERS = 95  # [name, headers, msg_id | None, value]: a publish with headers
 WORK_PUSH_HEADERS = 96  # [name, headers, msg_id | None, value]: a push with headers
 # Scheduling (priority, delayed delivery, back-off): 100..109.
@@ -156,6 +158,7 @@ OP_NAMES: dict[int, str] = {
     WORK_PUSH_ONCE: "work_push_once",
     QUEUE_POP_STAMPED: "queue_pop_stamped",
     QUEUE_UNPOP_STAMPED: "queue_unpop_stamped",
+    QUEUE_UNPOP_STAMPED_CHECKED: "queue_unpop_stamped_checked",
     TXN: "txn",
     TOPIC_SUBSCRIBE_AT: "topic_subscribe_at",
     TOPIC_SEEK: "topic_seek",
@@ -165,6 +168,7 @@ OP_NAMES: dict[int, str] = {
     QUEUE_PUSH_HEADERS: "queue_push_headers",
     QUEUE_POP_HEADERS: "queue_pop_headers",
     QUEUE_UNPOP_HEADERS: "queue_unpop_headers",
+    QUEUE_UNPOP_HEADERS_CHECKED: "queue_unpop_headers_checked",
     TOPIC_PUBLISH_HEADERS: "topic_publish_headers",
     WORK_PUSH_HEADERS: "work_push_headers",
     WORK_DECLARE_RETRY: "work_declare_retry",
@@ -210,6 +214,12 @@ TXN_OPS = frozenset({QUEUE_PUSH, QUEUE_PUSH_ONCE, TOPIC_PUBLISH, TOPIC_PUBLISH_O
                      TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS, QUEUE_PUSH_OPTIONS,
                      TOPIC_PUBLISH_OPTIONS, WORK_PUSH_OPTIONS})
 
+#: The give-backs a member proposes for a client without the produce permission, applied
+#: only in a client session and only as its record of popped elements allows
+#: (:mod:`.session_popped`), and the give-back each applies then.
+CHECKED_GIVE_BACKS: dict[int, int] = {QUEUE_UNPOP_STAMPED_CHECKED: QUEUE_UNPOP_STAMPED,
+                                      QUEUE_UNPOP_HEADERS_CHECKED: QUEUE_UNPOP_HEADERS}
+
 #: The pushes with headers (``[name, headers, msg_id | None, value]``).
 HEADER_OPS = frozenset({QUEUE_PUSH_HEADERS, TOPIC_PUBLISH_HEADERS, WORK_PUSH_HEADERS})
 
@@ -219,6 +229,7 @@ _FAMILIES: dict[int, str] = {
                      QUEUE_POP_MANY, QUEUE_UNPOP_MANY, QUEUE_PURGE, QUEUE_DELETE,
                      QUEUE_PUSH_ONCE, QUEUE_POP_STAMPED, QUEUE_UNPOP_STAMPED,
                      QUEUE_PUSH_HEADERS, QUEUE_POP_HEADERS, QUEUE_UNPOP_HEADERS,
+                     QUEUE_UNPOP_STAMPED_CHECKED, QUEUE_UNPOP_HEADERS_CHECKED,
                      QUEUE_PUSH_TTL, QUEUE_DECLARE_LIMITED, QUEUE_PUSH_OPTIONS,
                      QUEUE_PROMOTE), "queue"),
     **dict.fromkeys((TOPIC_DECLARE, TOPIC_PUBLISH, TOPIC_SUBSCRIBE, TOPIC_RECONNECT,

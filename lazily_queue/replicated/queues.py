@@ -176,6 +176,12 @@ def unpop_stamped(sm: StateMachine, args: list[Any]) -> Any:
     return None
 
 
+def unpop_checked(sm: StateMachine, args: list[Any]) -> Any:
+    """A checked give-back outside a client session (:mod:`.session_popped`): refused."""
+    raise OpRefused("not_in_session", "a checked give-back applies only in a client session, "
+                    "as its record of popped elements allows; nothing was given back")
+
+
 def unpop(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     pre = q.len()
@@ -236,4 +242,6 @@ FAMILY = Family("queues", {
     ops.QUEUE_UNPOP_MANY: unpop_many,
     ops.QUEUE_POP_STAMPED: pop_stamped,
     ops.QUEUE_UNPOP_STAMPED: unpop_stamped,
+    ops.QUEUE_UNPOP_STAMPED_CHECKED: unpop_checked,
+    ops.QUEUE_UNPOP_HEADERS_CHECKED: unpop_checked,
 }, (Section("queue_ids", _capture_ids, _restore_ids),))

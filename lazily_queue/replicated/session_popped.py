@@ -9,30 +9,50 @@ client that fails over to another member gives back there what its session poppe
 - ``QUEUE_POP_STAMPED`` / ``QUEUE_POP_HEADERS`` applied (not answered from the session
   as a retry) note what they handed out: the pop's result itself, shared with the
   session's kept results, nothing encoded or copied;
-- ``QUEUE_UNPOP_STAMPED`` / ``QUEUE_UNPOP_HEADERS`` applied take what they gave back
-  off, so it is not given back twice;
+- give-backs applied (``QUEUE_UNPOP_STAMPED`` / ``QUEUE_UNPOP_HEADERS`` and their
+  checked forms) take what they gave back off, so it is not given back twice;
 - a session dropped or ended takes its record with it.
 
-No op's result depends on it: each replica keeps it from what it applied, and it is
-part of the snapshot (:mod:`.session_popped_snapshot`), so a replica that installed a
-snapshot, or restarted from one, holds the pops before it too. Bounded: a session's last
-:data:`SESSION_ELEMENTS` popped elements, and all sessions' pops at most
-:data:`ELEMENTS` elements and :data:`BYTES` of results (as the sessions' kept results
-count them); past either, the sessions holding the most give up their oldest pops first.
+Such a client's give-back is proposed checked (``ops.CHECKED_GIVE_BACKS``): it applies
+only when the record holds every element it names, once, as popped in its session and
+not given back (:meth:`SessionPopped.refusal`), else nothing of it applies. So two
+give-backs of one element, each admitted by a member's gate before the other applied,
+apply once. That answer must be the same on every replica, and the record is the same
+on every replica that applied the same ops from an empty record, or restored a snapshot
+holding it: it is part of the snapshot (:mod:`.session_popped_snapshot`) and its bounds
+give up pops in an order that only depends on it (a session's last
+:data:`SESSION_ELEMENTS` popped elements; past :data:`ELEMENTS` elements or
+:data:`BYTES` of results over all sessions, as the sessions' kept results count them,
+the sessions holding the most bytes give up their oldest pops first, ties in the order
+the sessions first popped). Sessions expire by the entries' time and end by ops of the
+log; a pop answered from its session as a retry notes nothing anywhere. A replica that
+restored a snapshot of an earlier version holds nothing of the pops before it, while
+one that applied them does. Hence the record is *checking*
+(:attr:`SessionPopped.checking`, in the snapshot) only from the first checked
+give-back applied: that one applies unchecked, as the gate that admitted it found, and
+empties every session's record first, on every replica at one entry; a snapshot that
+covers it is of this version and holds the flag. Only an earlier version's snapshot
+lacks the flag, and it covers no checked give-back. The pops before that first one can
+no longer be given back by such a client (as after a restart of an earlier version).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cbor2
 
 from ..core import ids
+from ..errors import shown
 from ..raft.values import tagged
 from . import ops
+from .ops import OpError
 from .results import result_size
+
+if TYPE_CHECKING:
+    from .state_machine import StateMachine
 
 #: Popped elements one session's record holds at most (its oldest pops go first).
 SESSION_ELEMENTS = 4096
@@ -43,7 +63,9 @@ BYTES = 64 * 1024 * 1024
 POPS = frozenset({ops.QUEUE_POP_STAMPED, ops.QUEUE_POP_HEADERS})
 GIVE_BACKS = frozenset({ops.QUEUE_UNPOP_STAMPED, ops.QUEUE_UNPOP_HEADERS})
 #: The ops the record follows.
-FOLLOWED = POPS | GIVE_BACKS
+FOLLOWED = POPS | GIVE_BACKS | frozenset(ops.CHECKED_GIVE_BACKS)
+#: The code of a checked give-back's refusal (the client's ``PermissionDenied``).
+REFUSED = "give_back_refused"
 
 #: One element popped: ``(queue, id)``.
 Key = tuple[str, int]
@@ -57,6 +79,12 @@ def digest(value: Any, headers: Any) -> bytes:
     except (cbor2.CBOREncodeError, TypeError, ValueError):
         return b""
     return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def give_back(sm: StateMachine, sid: int, code: int, args: list[Any]) -> Any:
+    """Apply the checked give-back ``code`` (``args``) of client session ``sid`` in ``sm``:
+    its give-back, unless the session's record refuses it (:meth:`SessionPopped.refusal`)."""
+    return sm.popped.refusal(sid, args) or sm.apply_plain(ops.CHECKED_GIVE_BACKS[code], args)
 
 
 def headers_by_id(table: Any) -> dict[Any, Any]:
@@ -126,12 +154,40 @@ class SessionRecord:
 class SessionPopped:
     """Each client session's popped elements not given back (module docstring)."""
 
-    __slots__ = ("by_session", "bytes", "count")
+    __slots__ = ("by_session", "bytes", "checking", "count")
 
-    def __init__(self) -> None:
+    def __init__(self, checking: bool = False) -> None:
         self.by_session: dict[int, SessionRecord] = {}
         self.count = 0
         self.bytes = 0
+        #: Whether checked give-backs are checked against the record (module docstring).
+        self.checking = checking
+
+    def refusal(self, sid: int, args: list[Any]) -> OpError | None:
+        """Why the checked give-back ``args`` (``[name, values, runs, ...]``) of client
+        session ``sid`` may not apply: an element it names is not held once as popped
+        in the session and not given back (``None``: it applies; a malformed one is
+        left to the give-back to refuse). The first one applies unchecked and empties
+        every record (module docstring)."""
+        if not self.checking:
+            self.by_session.clear()
+            self.count = self.bytes = 0
+            self.checking = True
+            return None
+        found = elements(args[1], args[2]) if len(args) >= 3 and type(args[0]) is str else None
+        if found is None:
+            return None
+        record = self.by_session.get(sid)
+        index = {} if record is None else record.index
+        name = args[0]
+        named = {i for i, _, _ in found}
+        if len(named) == len(found) and all((name, i) in index for i in named):
+            return None
+        return OpError(REFUSED, f"a give-back to queue {shown(name)} of elements its "
+                       "session does not hold as popped and not given back (given back "
+                       f"already, or not among its last {SESSION_ELEMENTS:,} popped); nothing was "
+                       "given back: giving elements back more than once needs the produce "
+                       "permission")
 
     def of(self, sid: int) -> SessionRecord | None:
         """Session ``sid``'s record (read it, never change it)."""

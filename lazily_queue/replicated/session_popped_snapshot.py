@@ -8,13 +8,13 @@ the sessions in the record's order, each one's pops oldest first, each pop's ids
 not given back in the order it handed them out. ``result`` is the pop's result
 (``[values, id runs]`` or ``[values, id runs, headers]``), or ``None`` when the
 session's kept results hold it under ``seq`` (``sessions``; so a result is in a
-snapshot once). A snapshot without the key restores an empty record; one whose member
-does not know the key restores without it (so it needs no handshake feature: no op's
-result depends on the record, and a member without it only refuses more give-backs at
-its gate). A malformed entry makes the snapshot not restore (``ValueError``); a record
-over the bounds is held within them as applying would.
+snapshot once). Key ``session_popped_checking`` (``true``, left out while ``false``):
+checked give-backs are checked against the record (:attr:`.SessionPopped.checking`).
+A snapshot without the keys restores an empty record, not checking (an earlier
+version's: it covers no checked give-back). A malformed entry makes the snapshot not
+restore (``ValueError``); a record over the bounds is held within them as applying
+would.
 """
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 #: The key of the record in the state machine's snapshot.
 KEY = "session_popped"
+#: The key of :attr:`.SessionPopped.checking` in the state machine's snapshot.
+CHECKING = "session_popped_checking"
 
 
 def capture(sm: StateMachine) -> list[Any] | None:
@@ -49,10 +51,12 @@ def capture(sm: StateMachine) -> list[Any] | None:
     return doc
 
 
-def restore(sm: StateMachine, doc: Any) -> SessionPopped:
-    """The record ``doc`` (:func:`capture`'s) holds, given ``sm``'s restored sessions;
-    raises ``ValueError`` when it is malformed."""
-    popped = SessionPopped()
+def restore(sm: StateMachine, doc: Any, checking: Any = None) -> SessionPopped:
+    """The record ``doc`` (:func:`capture`'s) holds, given ``sm``'s restored sessions,
+    ``checking`` or not (``None``: not); raises ``ValueError`` when it is malformed."""
+    if checking is not None and checking is not True:
+        raise ValueError(f"snapshot part {CHECKING!r} must be true, got {shown(checking)}")
+    popped = SessionPopped(checking is True)
     if doc is None:
         return popped
     if type(doc) is not list:

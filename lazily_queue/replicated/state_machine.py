@@ -65,6 +65,7 @@ from .events import Event, OpApplied
 from .op_table import FAMILIES as FAMILIES
 from .op_table import HANDLERS
 from .ops import (
+    CHECKED_GIVE_BACKS,
     CLIENT_OP,
     CLIENT_OPS,
     MESSAGE_OPS,
@@ -319,7 +320,8 @@ class StateMachine(StateSnapshots):
                 session = None
                 results.append(None)
                 continue
-            result = self._apply_plain(code, op[2:])
+            result = (self._apply_plain(code, op[2:]) if code not in CHECKED_GIVE_BACKS
+                      else session_popped.give_back(self, sid, code, op[2:]))
             if code in _SUBSCRIBE_OPS:
                 ephemeral_owners.subscribed(self, sid, code, op[2:], result)
             self.kept.keep(self.sessions, session, seq, result)

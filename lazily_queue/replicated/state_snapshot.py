@@ -41,6 +41,8 @@ def capture(sm: StateMachine, sections: Iterable[Section], deferred: bool) -> di
     popped = session_popped_snapshot.capture(sm)
     if popped is not None:
         doc[session_popped_snapshot.KEY] = popped
+    if sm.popped.checking:
+        doc[session_popped_snapshot.CHECKING] = True
     for sec in sections:
         part = (sec.deferred or sec.capture)(sm) if deferred else sec.capture(sm)
         if part is not None:  # an empty optional section is left out
@@ -95,7 +97,8 @@ def restore(sm: StateMachine, sections: Iterable[Section], doc: Any) -> None:
     sm.sessions = sessions
     sm.client_counts.rebuild(sessions)
     sm.kept.rebuild(sessions)
-    sm.popped = session_popped_snapshot.restore(sm, doc.get(session_popped_snapshot.KEY))
+    sm.popped = session_popped_snapshot.restore(sm, doc.get(session_popped_snapshot.KEY),
+                                                doc.get(session_popped_snapshot.CHECKING))
     for sec in sections:
         sec.restore(sm, doc.get(sec.name))
     sm.events.append(Restored())

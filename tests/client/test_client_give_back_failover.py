@@ -88,10 +88,11 @@ async def test_a_give_back_of_elements_another_op_gives_back_is_refused(
     refusal = ClientConnection.state_refusal
 
     def admitting_twice(self: ClientConnection, op: Any, view: Any) -> Any:
+        code = op.code
         found = refusal(self, op, view)
-        if op.code == ops.QUEUE_UNPOP_STAMPED and found is None and not held:
+        if code == ops.QUEUE_UNPOP_STAMPED and found is None and not held:
             held.append(op)
-            op2 = type(op)(op.rid, op.seq + 1000, op.floor, op.code, op.args, op.timeout)
+            op2 = type(op)(op.rid, op.seq + 1000, op.floor, code, op.args, op.timeout)
             held.append(refusal(self, op2, view))
         return found
 

@@ -42,7 +42,7 @@ async def test_a_retried_give_back_that_applied_is_answered_as_applied(
 
     def losing(self: ClientServer, conn: ClientConnection, op: PendingOp, result: Any,
                error: BaseException | None) -> None:
-        if op.code == ops.QUEUE_UNPOP_STAMPED and not lost:
+        if op.code == ops.QUEUE_UNPOP_STAMPED_CHECKED and not lost:
             lost.append(result)  # applied; the link ends before its answer leaves
             self._release(conn)
             conn.close()
@@ -158,7 +158,7 @@ def _hold_first_give_back(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | N
     held: list[tuple[int | None, PendingOp]] = []
 
     def holding(self: ClientServer, conn: ClientConnection) -> None:
-        first = next((op for op in conn.ops if op.code == ops.QUEUE_UNPOP_STAMPED), None)
+        first = next((op for op in conn.ops if op.code == ops.QUEUE_UNPOP_STAMPED_CHECKED), None)
         if first is not None and not held:
             held.append((conn.session, first))
             conn.ops.remove(first)

@@ -266,8 +266,8 @@ MUTATIONS = [
         "handshake"),
     Mutation(
         "kept-by-owner-feature-unrequired", "lazily_queue/raft/features.py",
-        "                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE})",
-        "                               EXPIRE_LIMIT_FEATURE})",
+        "                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,\n",
+        "                               EXPIRE_LIMIT_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member shedding kept results by session rather than by client is refused at the "

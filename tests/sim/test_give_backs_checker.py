@@ -1,7 +1,8 @@
 """The simulator's give-back checks (:mod:`simulator.session_givers`): a client pops a
 batch, hands out part and gives the rest back; the rest is taken again next, in order,
 once. A give-back whose apply drops an element, a pop passing a given-back element by,
-and a client that cannot account for an element it took each fail the check."""
+a give-back sent twice that applied twice, and a client that cannot account for an
+element it took each fail the check."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 from simulator.client import QUEUE
+from simulator.give_back_checks import check_give_backs
 from simulator.history import History, RecordingStateMachine, Violation
-from simulator.session_givers import SessionGiver, check_give_backs
+from simulator.session_givers import SessionGiver
 
 MEMBER = 5
 SID = CLIENT_SESSION_BASE + 77
@@ -42,9 +44,10 @@ class _Run:
         assert isinstance(result, list)
         return result[0]
 
-    def client(self, code: int, *args: Any) -> Any:
+    def client(self, code: int, *args: Any, floor: int | None = None) -> Any:
         seq = next(self.client_seq)
-        return self.member(C.CLIENT_OP, SID, seq, seq, code, *args)
+        return self.member(C.CLIENT_OP, SID, seq, seq if floor is None else floor, code,
+                           *args)
 
     def queued(self) -> list[Any]:
         return list(self.sm.capture()["queues"][QUEUE][2])
@@ -58,6 +61,7 @@ def _giver(handed: list[Any]) -> SessionGiver:
     giver.refused_seqs, giver.refused_told = {}, {}
     giver.retried_applied = 0
     giver.refused_holding = []
+    giver.twice, giver.twice_refused = {}, {}
     return giver
 
 
@@ -151,3 +155,29 @@ def test_a_gate_refusing_a_pop_its_member_holds_is_caught() -> None:
                                  "holds its pop (seq 1, index 6) as applied in the session")
     with pytest.raises(Violation, match=r"gv1: give-back \(seq 2\) refused by 1"):
         check_give_backs(run.history, [giver], run.queued())
+
+
+@pytest.mark.parametrize("code", [C.QUEUE_UNPOP_STAMPED_CHECKED, C.QUEUE_UNPOP_STAMPED])
+def test_a_give_back_sent_twice_applies_once_or_is_caught(code: int) -> None:
+    """The same elements given back under a second sequence number (through another
+    member, at once): checked, the second is refused as it applies and the giver keeps
+    nothing of it; unchecked, both apply, and the check names it."""
+    run = _Run()
+    assert run.member(C.QUEUE_DECLARE, QUEUE, None) is None
+    for value in "abc":
+        assert run.member(C.QUEUE_PUSH, QUEUE, value) is None
+    assert run.client(C.QUEUE_UNPOP_STAMPED_CHECKED, QUEUE, [], []) is None  # the first
+    values, runs = run.client(C.QUEUE_POP_STAMPED, QUEUE, 2)
+    assert run.client(code, QUEUE, values, runs) is None  # seq 3
+    second = run.client(code, QUEUE, values, runs, floor=3)  # seq 4
+    giver = _giver([])
+    giver.twice = {3: 4}
+    if code == C.QUEUE_UNPOP_STAMPED:
+        assert second is None and run.queued() == ["a", "b", "a", "b", "c"]
+        with pytest.raises(Violation, match=r"gv1: one give-back sent twice \(seq 3 and 4"):
+            check_give_backs(run.history, [giver], run.queued())
+        return
+    assert isinstance(second, C.OpError) and run.queued() == ["a", "b", "c"]
+    giver.twice_refused = {3: values}  # had a gate refused a retry of it: nothing kept
+    stats = check_give_backs(run.history, [giver], run.queued())
+    assert stats["sent_twice"] == 1 and stats["refused_applying"] == 1
