@@ -354,6 +354,14 @@ MUTATIONS = [
          "_handshake",),
         "a member removing a whole expired backlog in one entry is refused at the handshake"),
     Mutation(
+        "give-back-checked-feature-unrequired", "lazily_queue/raft/features.py",
+        "EXPIRE_LIMIT_FEATURE,\n                               GIVE_BACK_CHECKED_FEATURE})",
+        "EXPIRE_LIMIT_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member applying a consume-only client's give-back its session no longer holds is "
+        "refused at the handshake"),
+    Mutation(
         "expire-sweep-unlimited", "lazily_queue/replicated/expiry.py",
         "    limit = _limit(args)\n",
         "    limit = None\n",
