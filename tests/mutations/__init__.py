@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from . import cells, clients, edges, node, raft, replicated, storage
+from . import cells, clients, edges, give_backs, node, raft, replicated, storage
 from .mutation import Mutation
 
 __all__ = ["MUTATIONS", "Mutation"]
 
 MUTATIONS: list[Mutation] = [
     *raft.MUTATIONS, *replicated.MUTATIONS, *clients.MUTATIONS, *cells.MUTATIONS,
-    *storage.MUTATIONS, *edges.MUTATIONS, *node.MUTATIONS,
+    *storage.MUTATIONS, *edges.MUTATIONS, *node.MUTATIONS, *give_backs.MUTATIONS,
 ]

@@ -337,13 +337,6 @@ MUTATIONS = [
          "test_a_consume_only_client_gives_back_only_what_it_popped",),
         "a consume-only client gives back to a queue's head only what it popped, as popped"),
     Mutation(
-        "client-give-back-proposed-unchecked", "lazily_queue/client/connection.py",
-        "            op.code = CHECKED[code]",
-        "            pass",
-        ("tests/client/test_client_give_back_processes.py",),
-        "a consume-only client's element given back through two members at once goes back "
-        "once"),
-    Mutation(
         "client-group-name-with-separator", "lazily_queue/client/connection.py",
         "        if (code == C.GROUP_DECLARE and isinstance(args[1], str)",
         "        if False and (code == C.GROUP_DECLARE and isinstance(args[1], str)",

@@ -354,14 +354,6 @@ MUTATIONS = [
          "_handshake",),
         "a member removing a whole expired backlog in one entry is refused at the handshake"),
     Mutation(
-        "give-back-checked-feature-unrequired", "lazily_queue/raft/features.py",
-        "EXPIRE_LIMIT_FEATURE,\n                               GIVE_BACK_CHECKED_FEATURE})",
-        "EXPIRE_LIMIT_FEATURE})",
-        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
-         "_handshake",),
-        "a member applying a consume-only client's give-back its session no longer holds is "
-        "refused at the handshake"),
-    Mutation(
         "expire-sweep-unlimited", "lazily_queue/replicated/expiry.py",
         "    limit = _limit(args)\n",
         "    limit = None\n",
@@ -407,20 +399,4 @@ MUTATIONS = [
         (f"{BACKLOG}::test_the_leaders_maintenance_sweeps_again_at_once_while_a_sweep_was_"
          "cut_short",),
         "the leader sweeps again at once while a sweep removed its limit"),
-    Mutation(
-        "checked-give-back-unchecked", "lazily_queue/replicated/session_popped.py",
-        "        if len(named) == len(found) and all((name, i) in index for i in named):\n",
-        "        if True:\n",
-        ("tests/replicated/test_checked_give_backs.py::"
-         "test_one_element_given_back_twice_applies_once_on_every_replica",),
-        "a consume-only client's element given back under two sequence numbers through two "
-        "members goes back to the head once"),
-    Mutation(
-        "checked-give-back-records-kept", "lazily_queue/replicated/session_popped.py",
-        "            self.by_session.clear()\n            self.count = self.bytes = 0\n",
-        "",
-        ("tests/replicated/test_checked_give_backs.py::"
-         "test_one_element_given_back_twice_applies_once_on_every_replica",),
-        "replicas whose records of popped elements differed (one restored an earlier "
-        "version's snapshot) check give-backs alike from the first checked one on"),
 ]

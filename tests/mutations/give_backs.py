@@ -1,0 +1,41 @@
+"""Planted defects in checked give-backs: a consume-only client's give-back applies only
+while its session holds its elements as popped and not given back, alike on every
+member."""
+
+from __future__ import annotations
+
+from .mutation import Mutation
+
+MUTATIONS = [
+    Mutation(
+        "give-back-checked-feature-unrequired", "lazily_queue/raft/features.py",
+        "EXPIRE_LIMIT_FEATURE,\n                               GIVE_BACK_CHECKED_FEATURE})",
+        "EXPIRE_LIMIT_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member applying a consume-only client's give-back its session no longer holds is "
+        "refused at the handshake"),
+    Mutation(
+        "checked-give-back-unchecked", "lazily_queue/replicated/session_popped.py",
+        "        if len(named) == len(found) and all((name, i) in index for i in named):\n",
+        "        if True:\n",
+        ("tests/replicated/test_checked_give_backs.py::"
+         "test_one_element_given_back_twice_applies_once_on_every_replica",),
+        "a consume-only client's element given back under two sequence numbers through two "
+        "members goes back to the head once"),
+    Mutation(
+        "checked-give-back-records-kept", "lazily_queue/replicated/session_popped.py",
+        "            self.by_session.clear()\n            self.count = self.bytes = 0\n",
+        "",
+        ("tests/replicated/test_checked_give_backs.py::"
+         "test_one_element_given_back_twice_applies_once_on_every_replica",),
+        "replicas whose records of popped elements differed (one restored an earlier "
+        "version's snapshot) check give-backs alike from the first checked one on"),
+    Mutation(
+        "client-give-back-proposed-unchecked", "lazily_queue/client/connection.py",
+        "            op.code = CHECKED[code]",
+        "            pass",
+        ("tests/client/test_client_give_back_processes.py",),
+        "a consume-only client's element given back through two members at once goes back "
+        "once"),
+]
