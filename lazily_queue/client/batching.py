@@ -100,8 +100,10 @@ def group(pending: list[PendingOp], *, message_limit: int, command_bytes: int
 
 
 def client_ops(session: int, members: list[PendingOp]) -> list[Any]:
-    """The ``CLIENT_OPS`` arguments of a group."""
-    return [session, max(op.floor for op in members),
+    """The ``CLIENT_OPS`` arguments of a group (its floor negated, the sized form, when
+    one of its ops came so)."""
+    floor = max(abs(op.floor) for op in members)
+    return [session, -floor if min(op.floor for op in members) < 0 else floor,
             *([op.seq, op.code, *op.args] for op in members)]
 
 

@@ -45,10 +45,10 @@ def admitted_op(node: Node, conn: ClientConnection, rid: int, frame: list[Any]) 
     _, _, seq, floor, code, args, timeout_ms = frame
     if (type(seq) is not int or type(floor) is not int or type(code) is not int
             or not isinstance(args, list) or seq < 1 or seq >= 2**63
-            or not 0 <= floor <= seq):
+            or not -seq <= floor <= seq):
         raise P.RequestRefused("seq, floor and code are ints (1 <= seq < 2**63, 0 <= floor "
-                               "<= seq: an op is unanswered, so never below the floor) and "
-                               "args a list")
+                               "<= seq: an op is unanswered, so never below the floor; "
+                               "negated in the sized form) and args a list")
     timeout = timeout_of(timeout_ms)
     refusal = conn.op_refusal(code, args)
     if refusal is not None:

@@ -91,8 +91,12 @@ GROUPS_FEATURE = "client-groups-v1"
 SESSION_END_FEATURE = "client-session-end-v1"
 #: A member registers client sessions (``REGISTER``).
 SESSION_REGISTER_FEATURE = "client-session-register-v1"
+#: A member takes an op's floor negated (``-floor``) as the sized form: a take or claim
+#: held to the room its session's kept results leave, answered ``no_room`` when that
+#: holds not even one element (:mod:`..replicated.take_bytes`).
+TAKE_ROOM_FEATURE = "client-take-room-v1"
 #: The features a member of this version announces in its hello answer.
-FEATURES = (GROUPS_FEATURE, SESSION_END_FEATURE, SESSION_REGISTER_FEATURE)
+FEATURES = (GROUPS_FEATURE, SESSION_END_FEATURE, SESSION_REGISTER_FEATURE, TAKE_ROOM_FEATURE)
 
 # Request kinds.
 HELLO = 1
@@ -273,7 +277,10 @@ def decode(data: bytes, *, max_bytes: int, max_tags: int | None = None) -> list[
 
 
 def uint(n: int) -> bytes:
-    """``cbor2.dumps(n)`` for an int, without the call for a 64-bit unsigned one."""
+    """``cbor2.dumps(n)`` for an int, without the call for a 64-bit one."""
+    if n < 0 and n >= -18446744073709551616:
+        head = uint(-1 - n)
+        return bytes((head[0] | 0x20,)) + head[1:]
     if n < 0 or n >= 18446744073709551616:
         return cbor2.dumps(n)
     if n < 24:

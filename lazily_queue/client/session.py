@@ -39,6 +39,7 @@ from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
 from .op_args import encode_args
 from .popped import GIVE_BACKS, refused_pause, retry_refused
 from .registration import Registering, unknown_session
+from .take_room import TakeRoom, no_room
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,8 @@ class _Op:
     was last sent on (a link ends, calling back with ``None``, before the next starts)."""
 
     __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "frame", "future",
-                 "link", "on_orphan", "orphaned", "refusals", "rid", "seq", "session",
-                 "unknown")
+                 "link", "on_orphan", "orphaned", "refusals", "rid", "roomless", "seq",
+                 "session", "unknown")
 
     def __init__(self, session: Session, seq: int, code: int, args: bytes, deadline: float,
                  future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
@@ -60,8 +61,9 @@ class _Op:
         self.frame = 0
         self.link: Link | None = None
         self.attempts = 0
-        self.done = False
-        self.orphaned = False
+        self.done = self.orphaned = False
+        #: Answered ``no_room`` and sent again under another number (:mod:`.take_room`).
+        self.roomless = False
         #: Times a member's gate refused it (a give-back nobody awaits: :mod:`.popped`).
         self.refusals = 0
         self.error: Exception | None = None
@@ -79,7 +81,7 @@ class _Op:
             self.session._answered(link, self, answer)
 
 
-class Session(Registering, Deadlines, LinkFit):
+class Session(Registering, Deadlines, LinkFit, TakeRoom):
     """A client's outstanding operations (module docstring); the
     :class:`~lazily_queue.storage.replicated_object.Proposer` of its remote storages.
     Its id is registered by the cluster (:mod:`.registration`).
@@ -281,10 +283,14 @@ class Session(Registering, Deadlines, LinkFit):
             # The member keeps CLIENT_WINDOW results above the floor: wait for the oldest.
             self._held.append(op)
             return
+        if op.roomless and op.seq != floor:
+            return  # it goes once the oldest unanswered (:mod:`.take_room`)
         remaining = op.deadline - asyncio.get_running_loop().time()
         timeout_ms = min(3_600_000, max(1, math.ceil(remaining * 1000)))
         op.attempts += 1
         op.link = link
+        if P.TAKE_ROOM_FEATURE in link.features:
+            floor = -floor  # the sized form (:mod:`.take_room`)
         op.rid = link.send_op(op.seq, floor, op.code, op.args, timeout_ms, op)
         op.frame = link.last_frame
 
@@ -324,8 +330,10 @@ class Session(Registering, Deadlines, LinkFit):
                 return
             if unknown_session(result):
                 self._forgotten(link, op)
-                return
-            self._resolve(op, result)
+            elif no_room(result):
+                self._no_room(op)
+            else:
+                self._resolve(op, result)
             return
         code, message, *details = payload if isinstance(payload, list) and len(
             payload) >= 2 else ("refused", payload)
@@ -371,10 +379,7 @@ class Session(Registering, Deadlines, LinkFit):
                        "no record of that pop: restored from a snapshot since)")
 
     def _resolve(self, op: _Op, result: Any) -> None:
-        op.done = True
-        self._ops.pop(op.seq, None)
-        if self._held:
-            self._send_held()
+        self._done(op)
         if not op.future.done():
             op.future.set_result(result)
         elif op.on_orphan is not None:
@@ -384,12 +389,18 @@ class Session(Registering, Deadlines, LinkFit):
                 log.exception("handling the late result of %s failed", ops.op_name(op.code))
 
     def _finish(self, op: _Op, error: Exception | None) -> None:
-        op.done = True
-        self._ops.pop(op.seq, None)
-        if self._held:
-            self._send_held()
+        self._done(op)
         if error is not None and not op.future.done():
             op.future.set_exception(error)
         link = self._link()
         if link is not None and op.rid:
             link.forget(op.rid)
+
+    def _done(self, op: _Op) -> None:
+        """``op`` is answered or failed: the ops waiting for it go."""
+        op.done = True
+        self._ops.pop(op.seq, None)
+        if self._held:
+            self._send_held()
+        if self._roomless:
+            self._roomless_done(op)

@@ -112,6 +112,10 @@ EXPIRE_LIMIT_FEATURE = "expire-limit-v1"
 #: popped elements allows: an older member would answer them ``unknown_op``, or apply a
 #: give-back the others refuse, and diverge.
 GIVE_BACK_CHECKED_FEATURE = "give-back-checked-v1"
+#: A client's takes and claims proposed in the sized form (its floor negated) are held to
+#: the room its session's unanswered results leave, answering ``no_room`` when not even
+#: one element fits: an older member would take them whole and diverge.
+TAKE_ROOM_FEATURE = "queue-take-room-v1"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -133,4 +137,5 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                RECEIPTS_TOTAL_FEATURE, CLIENT_REFUSALS_FEATURE,
                                TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE,
                                KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,
-                               GIVE_BACK_CHECKED_FEATURE})
+                               GIVE_BACK_CHECKED_FEATURE,
+                               TAKE_ROOM_FEATURE})

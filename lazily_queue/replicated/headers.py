@@ -112,7 +112,7 @@ def pop(sm: StateMachine, args: list[Any]) -> Any:
     n = _count(args[1])
     if q.delayed_len():
         promote(sm, args[0], q)
-    n = take_count(q, n)
+    n = take_count(sm, q, n, args)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return _pop_live(sm, args[0], q, rules, n)
     pre = q.len()

@@ -22,7 +22,7 @@ from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
 from .family import Family, Section
 from .ops import OpRefused
-from .take_bytes import HEADERS_ALLOWANCE, take_budget
+from .take_bytes import HEADERS_ALLOWANCE, NO_ROOM, replayed_as, take_budget
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -113,7 +113,7 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
     q = _queue(sm, args[0])
     if q.delayed_len():
         promote(sm, args[0], q)
-    n = take_count(q, _count(args[1]))
+    n = take_count(sm, q, _count(args[1]), args)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return expiry.queue_take(sm, args[0], q, rules, n, False)
     popped: list[Any] = []
@@ -127,11 +127,21 @@ def pop_many(sm: StateMachine, args: list[Any]) -> Any:
     return popped
 
 
-def take_count(q: Fifo[Any], n: int) -> int:
+def take_count(sm: StateMachine, q: Fifo[Any], n: int, args: list[Any] | None = None
+               ) -> int:
     """How many of the ``n`` oldest elements of ``q`` one take pops: as many as come to
-    :data:`~.take_bytes.TAKE_BYTES` at most (:func:`~.take_bytes.take_budget`), and at
-    least one (``n`` when ``q`` is empty)."""
-    return take_budget(HEADERS_ALLOWANCE if q.holds_headers() else 0)(q.head(n)) or n
+    :data:`~.take_bytes.TAKE_BYTES` (and its session's ``sm.take_room``) at most
+    (:func:`~.take_bytes.take_budget`), and at least one (``n`` when ``q`` is empty);
+    refused :data:`~.take_bytes.NO_ROOM` when the room holds not even one. A sized take
+    writes that count in place of ``n`` in its op's ``args`` (0 when refused), as a
+    mirror replays it (:func:`~.take_bytes.replayed_as`)."""
+    budget = take_budget(HEADERS_ALLOWANCE if q.holds_headers() else 0, sm.take_room)
+    k = budget(q.head(n)) or n
+    if sm.take_room is not None and args is not None:
+        replayed_as(args, 1, 0 if budget.short else k)  # 0: refused again, bad_count
+    if budget.short:
+        raise OpRefused(NO_ROOM.code, NO_ROOM.message)
+    return k
 
 
 def _count(n: Any) -> int:
@@ -146,7 +156,7 @@ def pop_stamped(sm: StateMachine, args: list[Any]) -> Any:
     n = _count(args[1])
     if q.delayed_len():
         promote(sm, args[0], q)
-    n = take_count(q, n)
+    n = take_count(sm, q, n, args)
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
         return expiry.queue_take(sm, args[0], q, rules, n, True)
     pre = q.len()

@@ -14,15 +14,16 @@ A member's session is the batch's; a client's op travels wrapped in ``CLIENT_OP`
 under the client's own session (ids above :data:`CLIENT_SESSION_BASE`), so the client
 can retry it through another member and it still applies at most once (the member may
 propose several of one client's ops as one ``CLIENT_OPS``, each applied as its own
-``CLIENT_OP`` would be). A client
-session keeps the results of at most :data:`CLIENT_WINDOW` sequence numbers above its
-floor, and at most :data:`MAX_CLIENT_SESSIONS` are kept: the client holding the most
-gives up its least recently seen one (:mod:`.client_sessions`), so no client can push
-another's out. Every session keeps a bounded amount of results in bytes, and all
-together too (:mod:`.session_results`): a retry of an op whose result is no longer kept
-is answered so, never applied again; a member's session keeps no copy of the results of
-the client ops it proposed (a retry is answered by the client's session, or refused
-again when that refused it, not held). Sessions are part of the snapshot
+``CLIENT_OP`` would be). A client session keeps the results of at most
+:data:`CLIENT_WINDOW` sequence numbers above its floor, and at most
+:data:`MAX_CLIENT_SESSIONS` are kept: the client holding the most gives up its least
+recently seen one (:mod:`.client_sessions`), so no client can push another's out.
+Every session keeps a bounded amount of results in bytes, and all together too
+(:mod:`.session_results`): a retry of an op whose result is no longer kept is answered
+so, never applied again; a member's session keeps no copy of the results of the client
+ops it proposed (a retry is answered by the client's session, or refused again when
+that refused it, not held); a client's takes in the sized form never give up its
+unanswered ones' results (:mod:`.take_bytes`). Sessions are part of the snapshot
 (:mod:`.state_snapshot`).
 An ephemeral subscription a client's op starts is owned by its session, and ends when
 that session is dropped or goes unrefreshed for a grace (:mod:`.ephemeral_owners`).
@@ -90,6 +91,7 @@ from .session_results import (
     limit_of,
 )
 from .state_snapshot import StateSnapshots
+from .take_bytes import SIZED_TAKES, room_of
 from .work_queues import WorkState
 
 log = logging.getLogger(__name__)
@@ -117,6 +119,9 @@ class StateMachine(StateSnapshots):
     The window of producer message ids starts at the default bounds; only a
     ``DEDUP_LIMITS`` op changes them (:mod:`.dedup`), so every replica agrees.
     """
+
+    #: The room a sized take applying now is held to (:mod:`.take_bytes`), else ``None``.
+    take_room: int | None = None
 
     def __init__(self, max_client_sessions: int | None = None) -> None:
         self.now = 0
@@ -273,7 +278,8 @@ class StateMachine(StateSnapshots):
         """Each ``[seq, code, *args]`` of ``ops`` once in client session ``sid``: a seq
         applied before (or below the floor) answers its kept result; the session is
         looked up (or opened) at its first well-formed op, and moves to ``floor`` at its
-        first op not applied before."""
+        first op not applied before; ``-floor`` in the sized form (:mod:`.take_bytes`)."""
+        sized, floor = floor < 0, abs(floor)
         results: list[Any] = []
         session: Session | None = None
         looked = False
@@ -320,8 +326,10 @@ class StateMachine(StateSnapshots):
                 session = None
                 results.append(None)
                 continue
+            self.take_room = room_of(session) if sized and code in SIZED_TAKES else None
             result = (self._apply_plain(code, op[2:]) if code not in CHECKED_GIVE_BACKS
                       else session_popped.give_back(self, sid, code, op[2:]))
+            self.take_room = None
             if code in _SUBSCRIBE_OPS:
                 ephemeral_owners.subscribed(self, sid, code, op[2:], result)
             self.kept.keep(self.sessions, session, seq, result)

@@ -38,7 +38,7 @@ from .family import Family, Handler, Section, checked_name
 from .group_retake import retaken_core
 from .ops import OpRefused
 from .receipts import ReceiptLedger, ReceiptTable, restore_receipts
-from .take_bytes import claim_budget
+from .take_bytes import NO_ROOM, claim_budget, replayed_as
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -183,14 +183,21 @@ def _claim(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransi
 def _claim_many(core: WorkQueueCore, sm: StateMachine, args: list[Any]
                 ) -> WorkTransition[Any]:
     """``[name, worker, n, now]``, as :func:`_claim`, within :func:`.claim_budget`."""
-    now, fitting = _time(sm, args[3]), claim_budget(args[1])
+    now, fitting = _time(sm, args[3]), claim_budget(args[1], sm.take_room)
     if sm.expiry and (rules := expiry.of(sm, "work_queue", args[0])) is not None:
         if not is_int(args[2]) or args[2] < 1:
             raise ValueError(f"n must be an int >= 1, got {shown(args[2])}")
         check_worker(args[1])
-        return WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now,
-                                                 args[2], fitting))
-    return core.claim_many(args[1], now, args[2], fitting)
+        claimed = WorkTransition(*expiry.work_claim(sm, args[0], core, rules, args[1], now,
+                                                    args[2], fitting))
+    else:
+        claimed = core.claim_many(args[1], now, args[2], fitting)
+    if sm.take_room is not None and (fitting.short or claimed.result):  # a refused time
+        replayed_as(args, *((3, -1) if fitting.short else (2, len(claimed.result))))
+    if fitting.short:  # what it promoted or expired is told
+        _changed(sm, args[0], claimed.mask)
+        raise OpRefused(NO_ROOM.code, NO_ROOM.message)
+    return claimed
 
 
 def _push(core: WorkQueueCore, sm: StateMachine, args: list[Any]) -> WorkTransition[int]:
@@ -378,22 +385,17 @@ def _restore_stamps(sm: StateMachine, doc: Any) -> None:
             state.core.load_stamps(points, None if topic is None else topic.stamp_index())
 
 
-FAMILY = Family(
-    "work_queues",
-    {
-        ops.WORK_DECLARE: declare,
-        ops.WORK_PUSH: push,
-        ops.WORK_CLAIM: _work_op(_claim),
-        ops.WORK_ACK: ack,
-        ops.WORK_NACK: nack,
-        ops.WORK_REAP: _work_op(lambda core, sm, a: core.reap_expired(_time(sm, a[1]))),
-        ops.WORK_EXTEND: _work_op(
-            lambda core, sm, a: core.extend_lease(a[1], a[2], _time(sm, a[3]))),
-        ops.WORK_REDRIVE: _work_op(lambda core, sm, a: core.redrive(a[1])),
-        ops.WORK_CLAIM_MANY: _work_op(_claim_many),
-        ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
-        ops.WORK_SETTLE_MANY: settle_many,
-    },
-    (Section("work_queues", _capture, _restore, _capture_deferred),
-     Section("work_stamps", _capture_stamps, _restore_stamps)),
-)
+FAMILY = Family("work_queues", {
+    ops.WORK_DECLARE: declare,
+    ops.WORK_PUSH: push,
+    ops.WORK_CLAIM: _work_op(_claim),
+    ops.WORK_ACK: ack,
+    ops.WORK_NACK: nack,
+    ops.WORK_REAP: _work_op(lambda core, sm, a: core.reap_expired(_time(sm, a[1]))),
+    ops.WORK_EXTEND: _work_op(lambda core, sm, a: core.extend_lease(a[1], a[2], _time(sm, a[3]))),
+    ops.WORK_REDRIVE: _work_op(lambda core, sm, a: core.redrive(a[1])),
+    ops.WORK_CLAIM_MANY: _work_op(_claim_many),
+    ops.WORK_RELEASE: _work_op(lambda core, sm, a: core.release(a[1], a[2])),
+    ops.WORK_SETTLE_MANY: settle_many,
+}, (Section("work_queues", _capture, _restore, _capture_deferred),
+    Section("work_stamps", _capture_stamps, _restore_stamps)))

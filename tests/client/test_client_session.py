@@ -22,6 +22,8 @@ pytestmark = pytest.mark.timeout(30)
 class RecordingLink:
     """Keeps each op's floor and answer callback instead of sending it."""
 
+    features: frozenset[str] = frozenset()
+
     def __init__(self) -> None:
         self.sent: dict[int, tuple[int, Callable[[Any], None]]] = {}
         self._rid = 0

@@ -23,6 +23,8 @@ pytestmark = pytest.mark.timeout(30)
 class _HoldingLink:
     """A link still holding every request made on it (its member reads nothing)."""
 
+    features: frozenset[str] = frozenset()
+
     def __init__(self, moved_at: float) -> None:
         self.moved_at = moved_at
         self.open = True

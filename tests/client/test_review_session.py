@@ -21,6 +21,8 @@ pytestmark = pytest.mark.timeout(30)
 class _Link:
     """Keeps the answer callback of each op sent instead of sending it."""
 
+    features: frozenset[str] = frozenset()
+
     def __init__(self) -> None:
         self.sent: dict[int, Callable[[Any], None]] = {}
 

@@ -226,8 +226,8 @@ MUTATIONS = [
         "a consumer group is consumed with the consume permission on its topic's name"),
     Mutation(
         "client-ops-lowest-floor", "lazily_queue/client/batching.py",
-        "    return [session, max(op.floor for op in members),",
-        "    return [session, min(op.floor for op in members),",
+        "    floor = max(abs(op.floor) for op in members)",
+        "    floor = min(abs(op.floor) for op in members)",
         ("tests/client/test_client_cluster.py::"
          "test_more_outstanding_than_the_session_window_waits_for_the_floor",),
         "a group of a client's ops is checked against the session window as its last op"),
@@ -371,4 +371,11 @@ MUTATIONS = [
         ("tests/client/test_client_watches.py::"
          "test_a_client_watches_names_of_bounded_length_through_all_its_links",),
         "the names a client watches through all its links together are bounded"),
+    Mutation(
+        "take-room-resent-at-once", "lazily_queue/client/session.py",
+        "        if op.roomless and op.seq != floor:\n"
+        "            return  # it goes once the oldest unanswered (:mod:`.take_room`)\n",
+        "",
+        ("tests/client/test_take_room_resend.py",),
+        "a take answered no_room waits for its session's earlier ops before it goes again"),
 ]

@@ -273,6 +273,14 @@ MUTATIONS = [
         "a member shedding kept results by session rather than by client is refused at the "
         "handshake"),
     Mutation(
+        "take-room-feature-unrequired", "lazily_queue/raft/features.py",
+        "                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,\n"
+        "                               TAKE_ROOM_FEATURE})",
+        "                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member taking a sized take whole is refused at the handshake"),
+    Mutation(
         "batch-half-proposed", "lazily_queue/raft/calls.py",
         "            for proposal, fut in calls:\n"
         "                self._abandon(proposal, fut, None)\n"

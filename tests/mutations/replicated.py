@@ -211,8 +211,8 @@ MUTATIONS = [
         "lease past the leader's clock)"),
     Mutation(
         "work-capture-not-deferred", "lazily_queue/replicated/work_queues.py",
-        "    (Section(\"work_queues\", _capture, _restore, _capture_deferred),",
-        "    (Section(\"work_queues\", _capture, _restore),",
+        "(Section(\"work_queues\", _capture, _restore, _capture_deferred),",
+        "(Section(\"work_queues\", _capture, _restore),",
         ("tests/replicated/test_snapshot_capture.py",),
         "a snapshot file's capture makes work-queue records on the writer's thread, not the loop"),
     Mutation(
@@ -312,14 +312,14 @@ MUTATIONS = [
         "a transaction is all or none when its push makes delayed elements ready first"),
     Mutation(
         "take-past-its-kept-result", "lazily_queue/replicated/queues.py",
-        "take_budget(HEADERS_ALLOWANCE if q.holds_headers() else 0)(q.head(n)) or n",
-        "n",
+        "    k = budget(q.head(n)) or n\n",
+        "    k = n\n",
         ("tests/replicated/test_take_bytes.py",),
         "a take pops no more than its session keeps room for, so its retry is answered"),
     Mutation(
         "claim-past-its-kept-result", "lazily_queue/replicated/work_queues.py",
-        "now, fitting = _time(sm, args[3]), claim_budget(args[1])",
-        "now, fitting = _time(sm, args[3]), None",
+        "claimed = core.claim_many(args[1], now, args[2], fitting)",
+        "claimed = core.claim_many(args[1], now, args[2])",
         ("tests/replicated/test_claim_bytes.py", "tests/client/test_client_claim_bytes.py"),
         "a claim leases no more than its session keeps room for, so its retry is answered"),
     Mutation(
@@ -399,4 +399,16 @@ MUTATIONS = [
         (f"{BACKLOG}::test_the_leaders_maintenance_sweeps_again_at_once_while_a_sweep_was_"
          "cut_short",),
         "the leader sweeps again at once while a sweep removed its limit"),
+    Mutation(
+        "take-room-ignored", "lazily_queue/replicated/state_machine.py",
+        "sized, floor = floor < 0, abs(floor)",
+        "sized, floor = False, abs(floor)",
+        ("tests/replicated/test_take_room.py", "tests/client/test_client_take_room.py"),
+        "a client's takes in flight together never give up one another's kept results"),
+    Mutation(
+        "take-replayed-as-asked", "lazily_queue/replicated/take_bytes.py",
+        "    args[at] = value\n",
+        "    del args, at, value\n",
+        ("tests/replicated/test_take_room.py",),
+        "a mirror replays a sized take as the count it took"),
 ]

@@ -17,6 +17,7 @@ from lazily_queue.raft.features import (
     EXPIRE_LIMIT_FEATURE,
     GIVE_BACK_CHECKED_FEATURE,
     KEPT_BY_OWNER_FEATURE,
+    TAKE_ROOM_FEATURE,
 )
 
 
@@ -230,7 +231,8 @@ async def test_a_member_added_back_elsewhere_is_linked_by_a_node_with_stale_peer
                                      mesh.RECEIPTS_TOTAL_FEATURE,
                                      mesh.CLIENT_REFUSALS_FEATURE, CLAIM_BYTES_FEATURE,
                                      KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,
-                                     GIVE_BACK_CHECKED_FEATURE])
+                                     GIVE_BACK_CHECKED_FEATURE,
+                                     TAKE_ROOM_FEATURE])
 async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
     missing: str,

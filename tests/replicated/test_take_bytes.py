@@ -60,12 +60,13 @@ def test_a_take_with_headers_counts_an_allowance_for_each_element() -> None:
 
 def test_small_values_are_taken_n_at_a_time_and_one_element_always_goes() -> None:
     small: Fifo[Any] = Fifo(elements=[b"v"] * 1_000)
-    assert take_count(small, 256) == 256
-    assert take_count(Fifo(elements=[b"x" * (TAKE_BYTES + 1), b"y"]), 2) == 1
-    assert take_count(Fifo(), 5) == 5  # empty: the pop answers Empty as before
+    assert take_count(StateMachine(), small, 256) == 256
+    assert take_count(StateMachine(), Fifo(elements=[b"x" * (TAKE_BYTES + 1), b"y"]), 2) == 1
+    assert take_count(StateMachine(), Fifo(), 5) == 5  # empty: the pop answers Empty as before
 
 
 def test_str_values_are_counted_as_result_size_counts_them() -> None:
     for value in ("x" * 900_000, "é" * 300_000):
         each = result_size(value, TAKE_BYTES)
-        assert take_count(Fifo(elements=[value] * 20), 20) == max(1, TAKE_BYTES // each)
+        taken = take_count(StateMachine(), Fifo(elements=[value] * 20), 20)
+        assert taken == max(1, TAKE_BYTES // each)
