@@ -39,6 +39,8 @@ async def test_a_take_without_room_waits_for_the_earlier_ops_then_goes_once() ->
     assert set(link.sent) == {1, 2, 3}  # not sent again while 1 and 2 are unanswered
     later = _take(session)  # seq 5: the one waiting was numbered 4
     assert set(link.sent) == {1, 2, 3, 5}
+    session.relinked(link)  # a new link sends every unanswered op again, but that one
+    assert 4 not in link.sent
     link.answer(2, [["b"], []])
     assert 4 not in link.sent  # 1 still unanswered
     link.answer(1, [["a"], []])
