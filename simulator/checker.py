@@ -81,6 +81,7 @@ from .once import OnceModel
 from .queue_ids import QueueIdModel
 from .queue_options import OPTIONS_QUEUE, OptionsModel
 from .registered_sessions import REG_QUEUE, RegisteredSessionsModel
+from .session_takes import TAKE_QUEUE, TakeModel
 from .topic_checks import TopicChecks, TopicSub
 from .topic_options import TopicOptionsModel
 from .txn import TxnModel
@@ -135,6 +136,7 @@ class Checker(TopicChecks):
         self.group_expiry = ExpiringGroupModel(GROUP_TOPIC, GROUP, AGE_MS, VISIBILITY_MS,
                                                MAX_DELIVERIES)
         self.limits = LimitsModel()
+        self.takes = TakeModel()
         self.options = OptionsModel()
         self.topic_options = TopicOptionsModel()
         self.txn_options = TxnOptionsModel()
@@ -200,6 +202,9 @@ class Checker(TopicChecks):
             return
         if self.limits.handles(op):
             self.limits.apply(op)
+            return
+        if self.takes.handles(op):
+            self.takes.apply(op)
             return
         if self.topic_options.handles(op):
             self.topic_options.apply(op, self.now)
@@ -334,7 +339,7 @@ class Checker(TopicChecks):
                                   f"{C.op_name(obs.code)} at index {applied.index}, the "
                                   f"log says {applied.result!r:.80}")
                     if obs.code == C.QUEUE_PUSH and obs.result is None and (
-                            obs.args[0] not in (TTL_QUEUE, OPTIONS_QUEUE, REG_QUEUE)
+                            obs.args[0] not in (TTL_QUEUE, OPTIONS_QUEUE, REG_QUEUE, TAKE_QUEUE)
                             and obs.args[0] not in LIMITED):
                         acked.append(obs.args[1])
                     elif obs.code == C.QUEUE_PUSH_ONCE and obs.result is None:

@@ -131,6 +131,8 @@ class Summary:
             f"{int(t.get('fs_stale_applied', 0))} applied before, "
             f"{int(t.get('fs_stale_not_applied', 0))} refused, not applied), "
             f"{int(t.get('kept', 0))} elements delivered once, "
+            f"{int(t.get('taken_large', 0))} large ones taken once by takes in flight "
+            f"together ({int(t.get('no_room', 0))} answered no_room, taken again), "
             f"pops through Driver.call: {int(t.get('stepped_now', 0))} applied inside "
             f"propose, {int(t.get('cancelled_ready', 0))} cancelled with "
             f"their elements ready, {int(t.get('cancelled_waiting', 0))} while waiting "

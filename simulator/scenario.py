@@ -107,6 +107,9 @@ class Scenario:
     #: up for the bound, as the registering ones' are (:mod:`.forgotten_sessions`), seeded
     #: apart likewise.
     forgetting_clients: int = 0
+    #: Cluster clients taking large elements several takes at once under one session,
+    #: past what it keeps (:mod:`.session_takes`), seeded apart likewise.
+    session_takers: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -172,6 +175,7 @@ def generate(seed: int) -> Scenario:
     s.registered_sessions = 2
     s.session_givers = 2
     s.forgetting_clients = 1
+    s.session_takers = 1
     s.nodes = 5 if rng.random() < 0.25 else 3
     s.load_until = rng.uniform(1.5, 3.5)
     s.drop = rng.choice([0.0, 0.0, 0.01, 0.05])

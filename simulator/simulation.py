@@ -45,6 +45,7 @@ from .session_client import (
     SessionWorker,
 )
 from .session_givers import SessionGiver
+from .session_takes import SessionTaker, check_takers
 from .stats import checked_stats
 from .topic_options import TopicOptionsClient
 from .txn import TxnWorker
@@ -105,6 +106,9 @@ class Simulation:
         self.session_answers = 0
         self.kept = 0
         self.given_back = 0
+        #: What :func:`~.session_takes.check_takers` checked: elements, takes answered
+        #: ``no_room``.
+        self.taken = self.no_room = 0
         #: What :func:`~.give_back_checks.check_give_backs` checked.
         self.give_backs: dict[str, int] = {}
         self._next_drain_check = 0.0
@@ -181,6 +185,7 @@ class Simulation:
              lambda cid, r, i: RegisteringClient(cid, c, r)),
             (self.s.session_givers, 8009, 443, "gv",
              lambda cid, r, i: SessionGiver(cid, c, r, consume_only=i % 2 == 0)),
+            (self.s.session_takers, 8017, 461, "tk", lambda cid, r, i: SessionTaker(cid, c, r)),
             (self.s.forgetting_clients if self.s.registered_sessions else 0, 8011, 457, "fs",
              lambda cid, r, i: ForgettingClient(cid, c, r)),
         ]
@@ -357,6 +362,7 @@ class Simulation:
         checker.check_clients()
         self.session_answers = check_session_answers(self.cluster.history, self.clients)
         self.kept = check_single_delivery(checker.pushes, self.clients)
+        self.taken, self.no_room = check_takers(self.clients)
         self.given_back = check_given_back(self.cluster.history, self.clients, self.cluster)
         queue = (self.final_state or {}).get("queues", {}).get(QUEUE)
         self.give_backs = check_give_backs(self.cluster.history, self.clients,

@@ -49,6 +49,7 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["consumer_retries"] = sum(
         cl.retries for cl in sessions if not isinstance(cl, SessionProducer))
     stats["kept"] = sim.kept
+    stats["taken_large"], stats["no_room"] = sim.taken, sim.no_room
     cancelling = [cl for cl in sim.clients if isinstance(cl, CancellingConsumer)]
     stats["cancelled_ready"] = sum(cl.cancelled_ready for cl in cancelling)
     stats["cancelled_waiting"] = sum(cl.cancelled_waiting for cl in cancelling)
