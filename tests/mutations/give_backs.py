@@ -9,8 +9,8 @@ from .mutation import Mutation
 MUTATIONS = [
     Mutation(
         "give-back-checked-feature-unrequired", "lazily_queue/raft/features.py",
-        "EXPIRE_LIMIT_FEATURE,\n                               GIVE_BACK_CHECKED_FEATURE})",
-        "EXPIRE_LIMIT_FEATURE})",
+        "EXPIRE_LIMIT_FEATURE,\n                               GIVE_BACK_CHECKED_FEATURE,\n",
+        "EXPIRE_LIMIT_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member applying a consume-only client's give-back its session no longer holds is "

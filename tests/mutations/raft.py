@@ -274,9 +274,9 @@ MUTATIONS = [
         "handshake"),
     Mutation(
         "take-room-feature-unrequired", "lazily_queue/raft/features.py",
-        "                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,\n"
+        "                               GIVE_BACK_CHECKED_FEATURE,\n"
         "                               TAKE_ROOM_FEATURE})",
-        "                               KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE})",
+        "                               GIVE_BACK_CHECKED_FEATURE})",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member taking a sized take whole is refused at the handshake"),
