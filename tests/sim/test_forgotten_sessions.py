@@ -24,7 +24,7 @@ SEED = 3
 #: A seed where an op in flight on the link the refusal came on awaits its own answer
 #: there under a negative number, is refused too and fails as not applied: the client
 #: never sends it again (the state machine would refuse a number below 1 as malformed).
-WAITING_SEED = 43
+WAITING_SEED = 19
 
 
 def _seed(seed: int) -> dict[str, int]:
