@@ -1,6 +1,6 @@
 """Leader maintenance: lease expiry, due delayed items, message expiry sweeps, topic
-retention GC, dedup bounds and the ephemeral subscriptions of clients gone silent, as
-proposals.
+retention GC, dedup bounds, the ephemeral subscriptions of clients gone silent and the
+start of checked give-backs' checking, as proposals.
 
 Both are ordinary operations, so they apply identically on every member. Only the
 leader proposes them; a member that stops leading mid-round just sees its proposals
@@ -38,8 +38,11 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
     expired element at its head, with ``gc_topics`` a GC of each topic holding
     elements every subscriber has read and, with ``reap_grace_ms``, a reap of the
     ephemeral subscriptions of client sessions not refreshed for that long
-    (:mod:`.replicated.ephemeral_owners`)."""
+    (:mod:`.replicated.ephemeral_owners`), and ``POPPED_CHECKING`` while the sessions'
+    records of popped elements are not checking (:mod:`.replicated.session_popped`)."""
     due: list[tuple[int, list[Any]]] = []
+    if not view.popped_checking:
+        due.append((ops.POPPED_CHECKING, []))
     if dedup is not None and view.dedup_limits != dedup:
         due.append((ops.DEDUP_LIMITS, limits_args(dedup)))
     for name, state in view.work_queues.items():

@@ -5,10 +5,12 @@ model (:mod:`.checker`).
 Each client session's pops (``QUEUE_POP_STAMPED`` / ``QUEUE_POP_HEADERS``, the first
 application of each) note the ids they handed out, its oldest pops given up past
 :data:`~lazily_queue.replicated.session_popped.SESSION_ELEMENTS`; every give-back that
-applied takes its ids off. The first checked give-back of the log applies and empties
-every session's record; each later one applies exactly when its session holds every
-id it names, once, and is refused otherwise (``give_back_refused``), nothing of it
-applied. The simulated runs stay far below the records' bounds over all sessions.
+applied takes its ids off. The first ``POPPED_CHECKING`` of the log (the leader's
+maintenance proposes it) empties every session's record, later ones change nothing; a
+checked give-back applied before any did so applies and empties them the same way. From
+then on each checked give-back applies exactly when its session holds every id it
+names, once, and is refused otherwise (``give_back_refused``), nothing of it applied.
+The simulated runs stay far below the records' bounds over all sessions.
 (:class:`~.history.History` checks that every replica applying an entry answers its
 checked give-backs as the first one did.)
 """
@@ -63,10 +65,15 @@ class CheckedGiveBacks:
             self._popped(op)
         return True
 
-    def _admits(self, op: AppliedOp) -> bool:
+    def start_checking(self) -> None:
+        """A ``POPPED_CHECKING`` applied (or a checked give-back before any did)."""
         if not self.checking:
             self.held.clear()
             self.checking = True
+
+    def _admits(self, op: AppliedOp) -> bool:
+        if not self.checking:
+            self.start_checking()
             return True
         named = [i for i, _ in ids.expand(op.args[2])]
         held = {i for name, got in self.held.get(op.session, {}).values()

@@ -212,6 +212,9 @@ class Checker(TopicChecks):
         if code == C.TXN:
             self.txns.apply(self, op)
             return
+        if code == C.POPPED_CHECKING:
+            self.checked.start_checking()
+            return
         if code in C.ONCE_OPS:
             plain = self.once.plain(op)
             if plain is not None:

@@ -81,7 +81,8 @@ class History:
     #: Per index holding checked give-backs (a consume-only client's): their answers at
     #: the first application, which every later one must give.
     checked: dict[int, list[Any]] = field(default_factory=dict)
-    #: The index of the first checked give-back (it empties the records), once applied.
+    #: The index where checking began (``POPPED_CHECKING`` or a checked give-back before
+    #: it: it empties the records), once applied.
     checking_from: int | None = None
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,

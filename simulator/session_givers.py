@@ -260,7 +260,7 @@ class SessionGiver(SessionClient):
         start = self.sim.history.checking_from
         if pop is not None and start is not None and pop.index < start <= (
                 node.replica.engine.last_applied):
-            return  # the cluster's first checked give-back emptied the records since
+            return  # checking began since and emptied the records (.checked_give_backs)
         first = node.replica.journal.first_index
         self.refused_holding.append(
             f"give-back (seq {seq}) refused by {n} (incarnation {node.incarnation}), which "
@@ -275,7 +275,7 @@ class SessionGiver(SessionClient):
             obs.outcome = UNKNOWN  # applied; the link ended before its answer came
         elif obs.outcome == OK and isinstance(obs.result, OpError) and obs.result.code == REFUSED:
             # refused as it applied: the other of a give-back sent twice applied first, or
-            # the cluster's first checked give-back emptied the records since the pop
+            # checking began since the pop and emptied the records
             if obs.seq in self.twice:
                 self.twice_refused[obs.seq] = list(obs.args[1])
             else:

@@ -108,9 +108,9 @@ KEPT_BY_OWNER_FEATURE = "session-kept-by-owner-v1"
 #: before the next): an older member would remove them all and diverge.
 EXPIRE_LIMIT_FEATURE = "expire-limit-v1"
 #: Checked give-backs (``QUEUE_UNPOP_STAMPED_CHECKED``, ``QUEUE_UNPOP_HEADERS_CHECKED``,
-#: snapshot key ``session_popped_checking``) applied only as the session's record of
-#: popped elements allows: an older member would answer them ``unknown_op``, or apply a
-#: give-back the others refuse, and diverge.
+#: ``POPPED_CHECKING``, snapshot key ``session_popped_checking``) applied only as the
+#: session's record of popped elements allows: an older member would answer them
+#: ``unknown_op``, or apply a give-back the others refuse, and diverge.
 GIVE_BACK_CHECKED_FEATURE = "give-back-checked-v1"
 #: A client's takes and claims proposed in the sized form (its floor negated) are held to
 #: the room its session's unanswered results leave, answering ``no_room`` when not even

@@ -18,6 +18,7 @@ from . import (
     queues,
     scheduling,
     session_end,
+    session_popped,
     session_register,
     topic_options,
     topics,
@@ -35,7 +36,8 @@ FAMILIES: tuple[Family, ...] = (queues.FAMILY, cluster.FAMILY, topics.FAMILY,
                                 expiry.FAMILY, limits.FAMILY, queue_options.FAMILY,
                                 headers.FAMILY, topic_options.FAMILY,
                                 work_options.FAMILY, ephemeral_owners.FAMILY,
-                                session_end.FAMILY, session_register.FAMILY)
+                                session_end.FAMILY, session_register.FAMILY,
+                                session_popped.FAMILY)
 
 
 def _handlers(families: Iterable[Family]) -> dict[int, Handler]:

@@ -29,6 +29,7 @@ CLIENT_ALIVE = 14  # [[session, ...]]: these client sessions are alive (.ephemer
 EPHEMERAL_REAP = 15  # [grace_ms]: end the ephemeral subscriptions of stale client sessions
 SESSION_END = 16  # []: a client's last op, ending the session it is applied in (.session_end)
 SESSION_REGISTER = 17  # [owner_tag]: register a client session; answers its id (.session_register)
+POPPED_CHECKING = 18  # []: checked give-backs are checked from here on (.session_popped)
 # Topic operations: 20..29.
 TOPIC_DECLARE = 20  # [name]
 TOPIC_PUBLISH = 21  # [name, value]
@@ -126,6 +127,7 @@ OP_NAMES: dict[int, str] = {
     EPHEMERAL_REAP: "ephemeral_reap",
     SESSION_END: "session_end",
     SESSION_REGISTER: "session_register",
+    POPPED_CHECKING: "popped_checking",
     TOPIC_DECLARE: "topic_declare",
     TOPIC_PUBLISH: "topic_publish",
     TOPIC_SUBSCRIBE: "topic_subscribe",

@@ -28,12 +28,16 @@ the sessions first popped). Sessions expire by the entries' time and end by ops 
 log; a pop answered from its session as a retry notes nothing anywhere. A replica that
 restored a snapshot of an earlier version holds nothing of the pops before it, while
 one that applied them does. Hence the record is *checking*
-(:attr:`SessionPopped.checking`, in the snapshot) only from the first checked
-give-back applied: that one applies unchecked, as the gate that admitted it found, and
-empties every session's record first, on every replica at one entry; a snapshot that
-covers it is of this version and holds the flag. Only an earlier version's snapshot
-lacks the flag, and it covers no checked give-back. The pops before that first one can
-no longer be given back by such a client (as after a restart of an earlier version).
+(:attr:`SessionPopped.checking`, in the snapshot) only from a ``POPPED_CHECKING`` op
+(:meth:`SessionPopped.start_checking`), which the leader's maintenance proposes while the
+applied state is not checking: it empties every session's record, on every replica at
+one entry (later ones change nothing). A checked give-back applied before any did so
+applies unchecked, as the gate that admitted it found, and starts checking the same
+way. A snapshot that covers either is of this version and holds the flag; only an
+earlier version's snapshot lacks it, and it covers neither. The pops before the start
+can no longer be given back by such a client (as after a restart of an earlier
+version): in a fresh cluster the op applies within a maintenance round of the first
+election, in one upgraded from an earlier version at its first leader of this one.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from ..core import ids
 from ..errors import shown
 from ..raft.values import tagged
 from . import ops
+from .family import Family
 from .ops import OpError
 from .results import result_size
 
@@ -85,6 +90,15 @@ def give_back(sm: StateMachine, sid: int, code: int, args: list[Any]) -> Any:
     """Apply the checked give-back ``code`` (``args``) of client session ``sid`` in ``sm``:
     its give-back, unless the session's record refuses it (:meth:`SessionPopped.refusal`)."""
     return sm.popped.refusal(sid, args) or sm.apply_plain(ops.CHECKED_GIVE_BACKS[code], args)
+
+
+def _start_checking(sm: StateMachine, args: list[Any]) -> None:
+    """The ``POPPED_CHECKING`` handler (``[]``): :meth:`SessionPopped.start_checking`."""
+    sm.popped.start_checking()
+
+
+#: The op starting the records' checking (their snapshot keys: :mod:`.session_popped_snapshot`).
+FAMILY = Family("session_popped", {ops.POPPED_CHECKING: _start_checking})
 
 
 def headers_by_id(table: Any) -> dict[Any, Any]:
@@ -167,12 +181,10 @@ class SessionPopped:
         """Why the checked give-back ``args`` (``[name, values, runs, ...]``) of client
         session ``sid`` may not apply: an element it names is not held once as popped
         in the session and not given back (``None``: it applies; a malformed one is
-        left to the give-back to refuse). The first one applies unchecked and empties
-        every record (module docstring)."""
+        left to the give-back to refuse). Before :meth:`start_checking` it applies
+        unchecked and starts checking (module docstring)."""
         if not self.checking:
-            self.by_session.clear()
-            self.count = self.bytes = 0
-            self.checking = True
+            self.start_checking()
             return None
         found = elements(args[1], args[2]) if len(args) >= 3 and type(args[0]) is str else None
         if found is None:
@@ -188,6 +200,14 @@ class SessionPopped:
                        f"already, or not among its last {SESSION_ELEMENTS:,} popped); nothing was "
                        "given back: giving elements back more than once needs the produce "
                        "permission")
+
+    def start_checking(self) -> None:
+        """Check give-backs from here on, every record emptied first (already checking:
+        nothing changes)."""
+        if not self.checking:
+            self.by_session.clear()
+            self.count = self.bytes = 0
+            self.checking = True
 
     def of(self, sid: int) -> SessionRecord | None:
         """Session ``sid``'s record (read it, never change it)."""

@@ -155,6 +155,12 @@ class ReadView:
         return self._sm.popped.of(session)
 
     @property
+    def popped_checking(self) -> bool:
+        """Whether checked give-backs are checked against the sessions' records of popped
+        elements (:attr:`.session_popped.SessionPopped.checking`)."""
+        return self._sm.popped.checking
+
+    @property
     def deduplicated_pushes(self) -> int:
         """Pushes given a msg_id still in the dedup window, answered without applying."""
         return self._sm.dedup.hits

@@ -248,8 +248,8 @@ MUTATIONS = [
         "only the leader's maintenance proposes QUEUE_PROMOTE"),
     Mutation(
         "client-proposes-work-promotion", "lazily_queue/client/access.py",
-        "MAINTENANCE = frozenset({ops.QUEUE_PROMOTE, ops.WORK_PROMOTE})",
-        "MAINTENANCE = frozenset({ops.QUEUE_PROMOTE})",
+        "ops.QUEUE_PROMOTE, ops.WORK_PROMOTE, ops.POPPED_CHECKING})",
+        "ops.QUEUE_PROMOTE, ops.POPPED_CHECKING})",
         ("tests/client/test_client_access.py::test_no_client_may_propose_a_promotion",),
         "only the leader's maintenance proposes WORK_PROMOTE (an admin client included)"),
     Mutation(

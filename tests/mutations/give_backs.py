@@ -32,6 +32,16 @@ MUTATIONS = [
         "replicas whose records of popped elements differed (one restored an earlier "
         "version's snapshot) check give-backs alike from the first checked one on"),
     Mutation(
+        "popped-checking-not-proposed", "lazily_queue/maintenance.py",
+        "        due.append((ops.POPPED_CHECKING, []))\n",
+        "        pass\n",
+        ("tests/client/test_popped_checking_op.py::"
+         "test_a_fresh_member_starts_checking_soon_after_its_first_election",
+         "tests/replicated/test_checked_give_backs.py::"
+         "test_the_leader_proposes_the_popped_checking_op_while_the_state_is_not_checking"),
+        "a consume-only client's pops are not forgotten by another session's first checked "
+        "give-back: the records are emptied once, as the cluster first elects a leader"),
+    Mutation(
         "client-give-back-proposed-unchecked", "lazily_queue/client/connection.py",
         "            op.code = CHECKED[code]",
         "            pass",

@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
+from lazily_queue.maintenance import due_operations
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.raft.snapshot import decode_snapshot, encode_snapshot
 from lazily_queue.replicated import ops, session_popped
 from lazily_queue.replicated.session_popped_snapshot import CHECKING, KEY
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
+from lazily_queue.replicated.view import ReadView
 
 CLIENT = CLIENT_SESSION_BASE + 77
 OTHER = CLIENT_SESSION_BASE + 78
@@ -145,3 +147,30 @@ def test_a_checked_give_back_outside_a_client_session_is_refused() -> None:
     [result] = _apply(sm, [CHECKED, "q", ["a"], runs])
     assert isinstance(result, ops.OpError) and result.code == "not_in_session"
     assert _queue(sm) == ["b"]
+
+
+def test_checking_starts_at_the_popped_checking_op_and_keeps_every_sessions_pops() -> None:
+    """The leader's ``POPPED_CHECKING`` empties the records once, before any pop; a
+    session's give-back then leaves another session's pops held, and its give-back
+    applies (as it would not had the first give-back emptied the records)."""
+    replicas = [StateMachine(), StateMachine()]
+    _both(replicas, [ops.QUEUE_DECLARE, "q", None],
+          *([ops.QUEUE_PUSH, "q", v] for v in "ab"), [ops.POPPED_CHECKING])
+    assert all(sm.popped.checking for sm in replicas)
+    [(_, mine), (_, others)] = _both(
+        replicas, _client(1, ops.QUEUE_POP_STAMPED, "q", 1),
+        _client(1, ops.QUEUE_POP_STAMPED, "q", 1, session=OTHER))
+    assert _both(replicas, [ops.POPPED_CHECKING]) == [None]  # a later one changes nothing
+    assert _both(replicas, _client(2, CHECKED, "q", ["a"], mine)) == [None]
+    for sm in replicas:
+        held = sm.popped.of(OTHER)
+        assert held is not None and held.count == 1
+    assert _both(replicas, _client(2, CHECKED, "q", ["b"], others, session=OTHER)) == [None]
+    assert all(_queue(sm) == ["b", "a"] for sm in replicas)
+
+
+def test_the_leader_proposes_the_popped_checking_op_while_the_state_is_not_checking() -> None:
+    sm = StateMachine()
+    assert due_operations(ReadView(sm), 0, gc_topics=False) == [(ops.POPPED_CHECKING, [])]
+    assert _apply(sm, [ops.POPPED_CHECKING]) == [None]
+    assert due_operations(ReadView(sm), 0, gc_topics=False) == []

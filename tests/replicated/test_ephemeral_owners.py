@@ -150,6 +150,7 @@ def test_bad_args_are_refused_without_a_change() -> None:
 
 def test_the_leader_proposes_a_reap_once_an_owner_is_stale() -> None:
     sm = _cluster()
+    sm.popped.start_checking()  # (else POPPED_CHECKING is due as well)
     view = ReadView(sm)
     assert due_operations(view, 91_000, gc_topics=False, reap_grace_ms=GRACE) == []
     assert due_operations(view, 91_001, gc_topics=False, reap_grace_ms=GRACE) == [

@@ -116,6 +116,7 @@ def test_a_sweep_limit_outside_its_range_is_refused(args: list[Any]) -> None:
 
 def test_the_leaders_maintenance_sweeps_again_at_once_while_a_sweep_was_cut_short() -> None:
     sm = _backlog(2 * EXPIRE_LIMIT + 10)
+    sm.popped.start_checking()  # (else POPPED_CHECKING is due as well)
     calls: list[list[Any]] = []
 
     async def call(code: int, args: list[Any], *, timeout: float) -> Any:

@@ -34,7 +34,7 @@ def test_every_code_has_exactly_one_handler() -> None:
                                         "dedup", "transactions", "groups", "scheduling",
                                         "headers", "expiry", "limits", "queue_options",
                                         "topic_options", "work_options", "ephemeral_owners",
-                                            "session_end", "session_register"}
+                                        "session_end", "session_register", "session_popped"}
 
 
 def test_the_batch_format_is_not_an_op() -> None:
