@@ -7,6 +7,7 @@ it applies (the client's ``PermissionDenied``), on every member."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from lazily_transports import LinkConfig, dial
 from lazily_queue import connect
 from lazily_queue.cells.message import stamp_of
 from lazily_queue.client import protocol as P
+from lazily_queue.errors import LazilyQueueError
 from lazily_queue.replicated import ops
 from tests.cli.node_procs import NodeProc, unix_peers, write_config
 
@@ -69,6 +71,13 @@ async def test_an_element_given_back_through_two_members_at_once_goes_back_once(
     refused = {"gate": 0, "apply": 0}
     async with connect(addresses, ("writer", WRITER)) as writer:
         jobs = writer.queue("jobs")
+        await jobs.push("warm-up")
+        async with connect(addresses, ("reader", READER)) as reader:
+            [warm] = await reader.queue("jobs").pop_messages(1)
+            with contextlib.suppress(LazilyQueueError):  # checking began by its end at last
+                await reader.queue("jobs").give_back([warm])  # (.session_popped)
+        await writer.barrier()
+        await jobs.pop_many(3)
         for attempt in range(ATTEMPTS):
             await jobs.push(f"job-{attempt}")
             await jobs.push(f"next-{attempt}")
