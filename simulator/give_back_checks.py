@@ -38,6 +38,8 @@ def check_give_backs(history: History, clients: Sequence[Client],
     outstanding: Counter[Any] = Counter()  # returned by a giver, not taken since
     taken: dict[int, Counter[Any]] = {s: Counter() for s in givers}
     returned: dict[int, Counter[Any]] = {s: Counter() for s in givers}
+    #: Elements of a giver's checked give-backs refused as they applied.
+    refused_unknown: dict[int, Counter[Any]] = {s: Counter() for s in givers}
     seen: set[tuple[int, int]] = set()
     stats = Counter[str]()
     for op in history.in_order():
@@ -57,6 +59,8 @@ def check_give_backs(history: History, clients: Sequence[Client],
         elif (op.code in C.CHECKED_GIVE_BACKS and isinstance(op.result, OpError)
               and op.result.code == REFUSED):
             stats["refused_applying"] += 1  # nothing applied (:mod:`.checked_give_backs`)
+            if giver is not None:
+                refused_unknown[op.session].update(op.args[1])
         elif op.code in _GIVE_BACKS and giver is not None:
             raise Violation(f"{giver.cid}: give-back (seq {op.seq}) of popped elements applied "
                             f"at index {op.index} returning {op.result!r:.80}")
@@ -107,6 +111,9 @@ def check_give_backs(history: History, clients: Sequence[Client],
                 stats["refused"] += len(values)
             else:
                 stats["refused_unknown_applied"] += 1
+        # kept too: elements otherwise unaccounted that a give-back refused as it applied
+        # named (its answer lost or its attempt failed: the client logs them lost)
+        kept.update((taken[session] - kept - returned[session]) & refused_unknown[session])
         accounted = kept + returned[session]
         if accounted != taken[session]:
             raise Violation(f"{giver.cid}: its pops took {_shown(taken[session] - accounted)} "
