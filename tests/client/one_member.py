@@ -1,6 +1,7 @@
 """A one-member cluster on a short Unix socket path, serving client "web" (produce on
 every name) with :data:`TOKEN`: the member tests of single client behaviours link to;
-:func:`linked` is a raw link of client "web" to it, greeted."""
+:func:`linked` is a raw link of client "web" to it, greeted, and :func:`answers` reads
+its answers."""
 
 from __future__ import annotations
 
@@ -58,6 +59,17 @@ async def linked(node: Node) -> LinkStream:
     await stream.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("web")]))
     assert cbor2.loads(await stream.receive())[1] == P.OK
     return stream
+
+
+async def answers(stream: LinkStream, count: int) -> list[list[Any]]:
+    """The next ``count`` answers on ``stream`` in the order they came, however the
+    member batched them (the answers of one loop iteration leave as one frame)."""
+    got: list[list[Any]] = []
+    while len(got) < count:
+        frame = cbor2.loads(await stream.receive())
+        got.extend(frame[2] if frame[:2] == [0, P.BATCH] else [frame])
+    assert len(got) == count, got
+    return got
 
 
 async def trickled_push_is_taken(node: Node, stream: LinkStream,

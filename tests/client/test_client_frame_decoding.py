@@ -26,7 +26,7 @@ from lazily_queue.client.op_shapes import TAKE_CONTAINERS
 from lazily_queue.raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from lazily_queue.raft.values import CONTAINER_BYTES
 from lazily_queue.replicated import ops
-from tests.client.one_member import linked, one_member
+from tests.client.one_member import answers, linked, one_member
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,9 +47,9 @@ async def test_a_large_frame_is_decoded_off_the_loop_and_answered_in_order(
         await stream.send(large)
         await stream.send(cbor2.dumps([4, P.OP, 1, 1, ops.QUEUE_DECLARE, ["q", None], 5000]))
         await stream.send(large[:-100])  # unreadable: refused as one frame
-        answers = [cbor2.loads(await stream.receive()) for _ in range(3)]
-        assert [a[:2] for a in answers] == [[3, P.OK], [4, P.OK], [0, P.ERROR]], answers
-        assert "unreadable frame" in answers[2][2][1]
+        got = await answers(stream, 3)
+        assert [a[:2] for a in got] == [[3, P.OK], [4, P.OK], [0, P.ERROR]], got
+        assert "unreadable frame" in got[2][2][1]
     assert [(size >= THREAD_BYTES, main) for size, main in threads[-3:]] == [
         (True, False), (False, True), (True, False)]
 
@@ -76,11 +76,11 @@ async def test_a_frame_past_the_tag_budget_is_refused_naming_the_tag_and_the_lim
         await stream.send(cbor2.dumps([3, P.PING, [epoch] * most]))
         await stream.send(cbor2.dumps([4, P.PING, [epoch] * (most + 1)]))
         await stream.send(cbor2.dumps([5, P.PING, [{"a"}] * (most // 2), [epoch] * most]))
-        answers = [cbor2.loads(await stream.receive()) for _ in range(3)]
-        assert answers[0] == [3, P.OK, None]
-        for answer in answers[1:]:
+        got = await answers(stream, 3)
+        assert got[0] == [3, P.OK, None]
+        for answer in got[1:]:
             assert answer[:2] == [0, P.ERROR], answer
-        assert answers[1][2][1].startswith(
+        assert got[1][2][1].startswith(
             f"unreadable frame: more than {most:,} tagged values (tag 1 (epoch datetime) is "
-            "one too many)"), answers[1]
-        assert "tag 1 (epoch datetime) is one too many" in answers[2][2][1]
+            "one too many)"), got[1]
+        assert "tag 1 (epoch datetime) is one too many" in got[2][2][1]

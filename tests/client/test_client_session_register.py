@@ -21,6 +21,7 @@ from lazily_queue.replicated.client_sessions import new_session_id, owner_of, ow
 from lazily_queue.replicated.results import decode_result
 from lazily_queue.replicated.session_register import REGISTERED_BASE
 from tests.client.one_member import TOKEN, one_member
+from tests.client.one_member import answers as read_answers
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -161,23 +162,13 @@ async def test_an_older_client_still_chooses_its_session_and_a_newer_one_registe
         await forged.aclose()
 
 
-async def _answers(stream: Any, rids: set[int]) -> dict[int, list[Any]]:
-    """The answers to requests ``rids``, however the member batches them."""
-    got: dict[int, list[Any]] = {}
-    while not rids <= got.keys():
-        frame = cbor2.loads(await stream.receive())
-        for answer in frame[2] if frame[:2] == [0, P.BATCH] else [frame]:
-            got[answer[0]] = answer
-    return got
-
-
 async def test_a_link_registers_one_session_until_the_cluster_forgot_it() -> None:
     async with one_member() as node:
         sm = node.view._sm
         stream = await _linked(node.listen or "", P.VERSION, 0)
         await stream.send(cbor2.dumps([0, P.BATCH, [[2, P.REGISTER, 5000],
                                                     [3, P.REGISTER, 5000]]]))
-        answers = await _answers(stream, {2, 3})
+        answers = {answer[0]: answer for answer in await read_answers(stream, 2)}
         assert answers[2][1] == P.OK and answers[2][2][1] >= REGISTERED_BASE
         assert answers[3][1] == P.ERROR and answers[3][2][0] == "refused"
         assert "registering a session already" in answers[3][2][1]
