@@ -109,7 +109,10 @@ class NodeProc:
             document: dict[str, Any] = json.load(response)
         return document
 
-    def wait_exit(self, timeout: float = 20.0) -> int:
+    def wait_exit(self, timeout: float = 60.0) -> int:
+        """The exit status, waiting at most ``timeout`` for it: a node that refuses to
+        run exits within seconds, but starting a process on a loaded machine can take
+        twenty (the bound catches a node that does not exit, not a slow one)."""
         return self.proc.wait(timeout)
 
     def stderr(self) -> str:

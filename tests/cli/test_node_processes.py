@@ -108,8 +108,8 @@ def test_wrong_secret_fails_fast(tmp_path: Path) -> None:
     one = NodeProc(write_config(tmp_path / "n1.toml", 1, peers), secret="right")
     two = NodeProc(write_config(tmp_path / "n2.toml", 2, peers), secret="wrong")
     try:
-        assert two.wait_exit(timeout=15) == 2
-        assert one.wait_exit(timeout=15) == 2
+        assert two.wait_exit() == 2
+        assert one.wait_exit() == 2
     finally:
         one.terminate()
         two.terminate()
@@ -125,7 +125,7 @@ def test_a_node_unknown_to_its_peers_is_refused(tmp_path: Path) -> None:
             proc.wait_line("leader ")
         stranger = NodeProc(write_config(tmp_path / "n4.toml", 4,
                                          {**members, **unix_peers(tmp_path, (4,))}))
-        assert stranger.wait_exit(timeout=15) == 2
+        assert stranger.wait_exit() == 2
         assert "peer 4 is not a member of this mesh" in stranger.stderr()
         assert all(proc.proc.poll() is None for proc in cluster)  # they keep serving
     finally:
