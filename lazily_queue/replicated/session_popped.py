@@ -252,15 +252,19 @@ class SessionPopped:
         for first, count, _ in result[1]:
             for i in range(first, first + count):
                 key = (name, i)
-                if key in index:  # popped again (an earlier record was not cleared)
+                held = index.get(key)
+                if held == seq:  # a second copy (a producer gave it back twice): held once
+                    position += 1
+                    continue
+                if held is not None:  # popped again (an earlier record was not cleared)
                     self._take(record, name, i)
                 index[key] = seq
                 left[i] = position
                 position += 1
         record.pops[seq] = Pop(seq, name, result, left, size)
-        record.count += position
+        record.count += len(left)
         record.bytes += size
-        self.count += position
+        self.count += len(left)
         self.bytes += size
         while record.count > SESSION_ELEMENTS and record.pops:
             self._give_up(record)

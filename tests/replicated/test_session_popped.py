@@ -92,3 +92,33 @@ def test_the_records_are_bounded_per_session_and_in_all(
     assert sm.popped.count <= 6
     assert sum(len(_held(sm, sid)) for sid in [CLIENT, *sessions]) == sm.popped.count
     assert sm.popped.bytes == sum(r.bytes for r in sm.popped.by_session.values())
+
+
+def test_a_pop_handing_out_one_element_twice_notes_it_once() -> None:
+    """A producer may give an element back twice, so a queue can hold one id twice; a
+    session's pop taking both copies applies and holds the element once, and a snapshot
+    of the record restores what the log built."""
+    sm = StateMachine()
+    _apply(sm, [ops.POPPED_CHECKING])
+    _queue(sm, "a", "b", "c")
+    [(popped, _runs)] = _apply(sm, [ops.QUEUE_POP_STAMPED, "q", 2])
+    assert popped == ["a", "b"]
+    _apply(sm, [ops.QUEUE_UNPOP_STAMPED, "q", ["a"], [[0, 1, 1_000]]],
+           [ops.QUEUE_UNPOP_STAMPED, "q", ["a"], [[0, 1, 1_000]]],
+           [ops.QUEUE_UNPOP_STAMPED, "q", ["b"], [[1, 1, 1_000]]])
+    [result] = _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 3))
+    assert not isinstance(result, ops.OpError), result
+    assert result[0] == ["b", "a", "a"]
+    assert _held(sm) == [("q", 0), ("q", 1)] and sm.popped.count == 2
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    record, again = sm.popped.of(CLIENT), restored.popped.of(CLIENT)
+    assert record is not None and again is not None
+    assert record.index == again.index and restored.popped.count == 2
+    for replica in (sm, restored):
+        back = _apply(replica, _client(2, ops.QUEUE_UNPOP_STAMPED_CHECKED, "q", ["a"],
+                                       [[0, 1, 1_000]]),
+                      _client(3, ops.QUEUE_UNPOP_STAMPED_CHECKED, "q", ["a"],
+                              [[0, 1, 1_000]]))
+        assert back[0] is None and isinstance(back[1], ops.OpError), back
+        assert _held(replica) == [("q", 1)] and replica.popped.count == 1
