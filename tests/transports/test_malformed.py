@@ -57,11 +57,18 @@ async def test_frame_above_negotiated_ceiling_closes_the_link(socket_address: st
             await server.receive()
 
 
-async def test_dialling_an_http_server_says_so() -> None:
-    """An HTTP answer's first bytes read as a frame of 1213486160 bytes: the refusal says
-    an HTTP server answered (an http address given for a link address)."""
+@pytest.mark.parametrize("answer_bytes", [
+    b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+    b"<!DOCTYPE HTML>\n<html lang=\"en\">\n<head><title>Error response</title></head>\n",
+    b"<html><body>400 Bad Request</body></html>\n",
+], ids=["status-line", "doctype-page", "html-page"])
+async def test_dialling_an_http_server_says_so(answer_bytes: bytes) -> None:
+    """An HTTP answer's first bytes read as a frame of 1213486160 bytes (a server answering
+    an unreadable request line with a bare error page, as Python's ``http.server`` does:
+    as one of its first bytes): the refusal says an HTTP server answered (an http address
+    given for a link address)."""
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+        writer.write(answer_bytes)
         await writer.drain()
         writer.close()
 

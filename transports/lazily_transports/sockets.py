@@ -39,8 +39,11 @@ from .tls import PeerCertificate, peer_certificate_of
 __all__ = ["SocketChannel", "SocketListener", "SocketTransport", "parse_tcp", "parse_unix"]
 
 logger = logging.getLogger("lazily_transports.sockets")
-#: The length prefix an HTTP server's answer reads as (its first bytes, ``HTTP``).
-_HTTP_PREFIX = int.from_bytes(b"HTTP", "big")
+#: The length prefixes an HTTP server's answer reads as: its status line's first bytes
+#: (``HTTP``), or its error page's where it answers an unreadable request line without one
+#: (as Python's ``http.server`` does).
+_HTTP_PREFIXES = frozenset(int.from_bytes(start, "big") for start in (b"HTTP", b"<!DO", b"<!do",
+                                                                       b"<htm", b"<HTM"))
 
 #: Flush inline (instead of at the end of the loop iteration) past this many bytes.
 _EAGER_FLUSH = 256 * 1024
@@ -116,7 +119,7 @@ class SocketChannel(BufferedChannel, asyncio.BufferedProtocol):
         except FrameTooLargeError as exc:
             self._fail(
                 f"peer announced a frame of {exc.size} bytes, above the maximum frame size "
-                f"of {exc.limit} bytes" + (HTTP_HINT if exc.size == _HTTP_PREFIX else "")
+                f"of {exc.limit} bytes" + (HTTP_HINT if exc.size in _HTTP_PREFIXES else "")
             )
             return
         reservation = self._reservation
