@@ -12,8 +12,9 @@ As a member of the cluster (one ephemeral node, or one node of a configuration):
     python examples/job_api.py              # http://127.0.0.1:8000/docs
     python examples/job_api.py --config node1.toml --port 8001
 
-As clients of a running cluster (its members list a ``[[client]]`` named ``web``), with
-as many web workers as you like; each is a client of its own, none is a member::
+As clients of a running cluster (its members list a ``[[client]]`` named ``web`` with
+``produce`` and ``consume`` on ``jobs`` and ``results``), with as many web workers as you
+like; each is a client of its own, none is a member::
 
     export JOB_API_MEMBERS=unix:///run/orders/1.sock,unix:///run/orders/2.sock
     export JOB_API_TOKEN=...                 # the token of client "web"

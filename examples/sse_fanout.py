@@ -15,7 +15,8 @@ as one member of a cluster::
 
     python examples/sse_fanout.py --config node1.toml --port 8081
 
-or as a client of a running cluster (its members list a ``[[client]]`` named ``sse``)::
+or as a client of a running cluster (its members list a ``[[client]]`` named ``sse`` with
+``produce`` and ``consume`` on ``chat``)::
 
     SSE_TOKEN=... python examples/sse_fanout.py --connect unix:///run/orders/1.sock
 """
