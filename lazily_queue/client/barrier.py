@@ -44,8 +44,7 @@ class Barrier:
         deadline = commit_deadline(loop.time(), given)
         while True:
             if not self.session.open:
-                raise P.ClientClosed("barrier: the client is closed; use it inside "
-                                     "`async with client:`")
+                raise P.ClientClosed(f"barrier: {P.NOT_OPEN}")
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise CommitTimeout("barrier did not complete before its timeout")

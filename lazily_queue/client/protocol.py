@@ -173,6 +173,11 @@ class ClientClosed(ClientError, OperationFailed):
     ``False``) or their outcome is unknown (``None``)."""
 
 
+#: What a call on a client that is closed, or was never opened, is told to do.
+NOT_OPEN = ("the client is closed, or not open yet: use it inside `async with connect(...) "
+            "as client:` or after `client = await connect(...)`")
+
+
 class SessionForgotten(ClientError, OperationFailed):
     """The cluster forgot the client's session while an operation of it was in flight
     (idle for an hour, given up for the bound on client sessions, or its end forgotten):

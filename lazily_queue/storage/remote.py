@@ -39,10 +39,9 @@ class Remote:
         return f"{type(self).__name__}({self.name!r})"
 
     def _stopped(self) -> Exception:
-        from ..client.protocol import ClientClosed
+        from ..client.protocol import NOT_OPEN, ClientClosed
 
-        return ClientClosed(f"{self.kind} {self.name!r}: the client is closed; use it "
-                            "inside `async with client:`")
+        return ClientClosed(f"{self.kind} {self.name!r}: {NOT_OPEN}")
 
 
 class RemoteQueueStorage(Remote, RaftQueueStorage[T]):
