@@ -11,7 +11,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from .admin_client import CliError, node_url, position, refuse_port_zero, seconds
+from .admin_client import CliError, node_url, position, proxy_note, refuse_port_zero, seconds
 
 
 def register(subparsers: Any) -> None:
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         status = fetch_status(url, timeout=args.timeout)
     except OSError as exc:
-        print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}; is the node running "
-              "with `http` set to this address?", file=sys.stderr)
+        print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}{proxy_note(url)}; is "
+              "the node running with `http` set to this address?", file=sys.stderr)
         return 1
     except (http.client.HTTPException, ValueError) as exc:
         print(f"error: {url.rstrip('/')} is not a node's status page ({type(exc).__name__}); "
@@ -120,8 +120,8 @@ def _objects(url: str, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"error: cannot read {target}: {exc}; is the node running with `http` set to "
-              "this address?", file=sys.stderr)
+        print(f"error: cannot read {target}: {exc}{proxy_note(url)}; is the node running with "
+              "`http` set to this address?", file=sys.stderr)
         return 1
     except (http.client.HTTPException, ValueError) as exc:
         print(f"error: {url.rstrip('/')} is not a node's status page ({type(exc).__name__})",

@@ -62,6 +62,27 @@ def test_a_page_that_is_not_a_node_is_one_line(
     assert web_page in err, err
 
 
+@pytest.mark.parametrize("command", [("status",), ("status", "--kind", "queues"),
+                                     ("queue", "list")])
+def test_a_node_asked_through_a_proxy_says_which_one(
+    command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # urllib takes http_proxy even for 127.0.0.1: a node running there looks down.
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    for variable in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:1")
+    assert main([*command, "--url", "http://127.0.0.1:2", "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert ("(asked through the proxy http://127.0.0.1:1 that http_proxy names: add "
+            "127.0.0.1 to no_proxy to reach the node directly)") in err, err
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    assert main([*command, "--url", "http://127.0.0.1:2", "--timeout", "5"]) == 1
+    assert "proxy" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", [("status",), ("queue", "list"), ("members", "list")])
 @pytest.mark.parametrize("timeout", ["0", "-1", "nan", "inf", "soon"])
 def test_a_timeout_that_is_not_seconds_is_a_usage_error(
