@@ -133,8 +133,8 @@ class TopicStreams(Generic[T]):
     ) -> AsyncGenerator[Any, None]:
         reader = self.reader(subscriber)
         size = DEFAULT_BATCH if batch is None else batch
-        if size < 1:
-            raise ValueError(f"batch must be >= 1, got {shown(batch)}")
+        if type(size) is not int or size < 1:
+            raise ValueError(f"batch must be an int >= 1, got {shown(batch)}")
         await self._known(subscriber)
         while True:
             if self._sync is not None:

@@ -509,8 +509,9 @@ async def test_replicated_stream_with_batch_one_redelivers_only_the_held_element
     assert await anext(stream) == "b"  # "a" advanced when the next one was requested
     await stream.aclose()
     assert topic.read_stream("s") == ["b", "c"]
-    with pytest.raises(ValueError, match="batch must be >= 1"):
-        await anext(topic.stream("s", batch=0))
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="batch must be an int >= 1"):
+            await anext(topic.stream("s", batch=bad))  # type: ignore[arg-type]
 
 
 async def _take(stream: Any, n: int) -> Any:
