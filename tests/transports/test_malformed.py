@@ -82,6 +82,29 @@ async def test_dialling_an_http_server_says_so(answer_bytes: bytes) -> None:
         await server.wait_closed()
 
 
+@pytest.mark.parametrize("status_line", [b"HTTP/1.0 200 OK", b"HTTP/1.0 404 File not found"])
+async def test_a_websocket_dial_answered_by_an_http_1_0_server_says_so(
+        status_line: bytes) -> None:
+    """An HTTP/1.0 server (Python's ``http.server``) answers the upgrade with a status
+    line the WebSocket client does not parse: the refusal says an HTTP server answered,
+    at once, rather than a failed upgrade retried until the dial's timeout."""
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(status_line + b"\r\nServer: SimpleHTTP/0.6\r\n\r\n<html></html>")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        with pytest.raises(HandshakeError, match="an HTTP server answered") as info:
+            await dial(f"ws://127.0.0.1:{port}/", make_config(1), on_failure=lambda *_: None)
+        assert status_line.decode() in str(info.value)
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
 async def test_truncated_frame_delivers_whole_frames_then_breaks(socket_address: str) -> None:
     async with channel_pair(socket_address) as (client, server):
         await client.send(b"complete")

@@ -49,7 +49,6 @@ from websockets.exceptions import (
     ConnectionClosed,
     ConnectionClosedOK,
     InvalidHandshake,
-    InvalidStatus,
 )
 from websockets.http11 import Request, Response
 
@@ -58,9 +57,10 @@ from ._core._buffered import BufferedChannel, Signal
 from ._core._gated import GatedConnection, gated_connection, tls_arguments
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
 from ._core._ws_flow import Counting, CountingClientConnection, WsReading, counting
+from ._core._ws_refusals import http_answer
 from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
-from .errors import HTTP_HINT, HandshakeError, LinkBrokenError, shown
+from .errors import HTTP_HINT, HandshakeError, LinkBrokenError
 from .frame_budget import FrameBudget
 from .tls import PeerCertificate, peer_certificate_of
 from .websocket_addresses import check_tls, parse_websocket
@@ -320,12 +320,10 @@ class WebSocketTransport(Transport):
                 create_connection=CountingClientConnection,
             )
         except InvalidHandshake as exc:
-            # An HTTP answer below 500 does not change by retrying (a proxy's 5xx may).
-            if isinstance(exc, InvalidStatus) and exc.response.status_code < 500:
-                said = exc.response.body.decode("utf-8", "replace").strip().partition("\n")[0]
+            answered = http_answer(exc)
+            if answered is not None:
                 raise HandshakeError("handshake", f"WebSocket upgrade to {address} answered "
-                                     f"HTTP {exc.response.status_code} {shown(said)}"
-                                     f"{HTTP_HINT}") from exc
+                                     f"{answered}{HTTP_HINT}") from exc
             raise ConnectionError(f"WebSocket upgrade to {address} failed: {exc}") from exc
         return WebSocketChannel(ws, config, address, scheme)
 
