@@ -25,10 +25,10 @@ from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..replicated import ops
 from ..replicated.client_sessions import owner_tag
-from ..replicated.results import decode_result
 from ..replicated.state_machine import CLIENT_WINDOW
 from ..storage.runs import together
 from . import protocol as P
+from .answers import Answers
 from .budget import Budget
 from .deadlines import ORPHAN_HORIZON as ORPHAN_HORIZON
 from .deadlines import SWEEP_INTERVAL as SWEEP_INTERVAL
@@ -37,9 +37,8 @@ from .link import Answer, Link
 from .link_fit import LinkFit
 from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
 from .op_args import encode_args
-from .popped import GIVE_BACKS, refused_pause, retry_refused
-from .registration import Registering, unknown_session
-from .take_room import TakeRoom, no_room
+from .registration import Registering
+from .take_room import TakeRoom
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,7 @@ class _Op:
             self.session._answered(link, self, answer)
 
 
-class Session(Registering, Deadlines, LinkFit, TakeRoom):
+class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
     """A client's outstanding operations (module docstring); the
     :class:`~lazily_queue.storage.replicated_object.Proposer` of its remote storages.
     Its id is registered by the cluster (:mod:`.registration`).
@@ -304,79 +303,6 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom):
             op = held.popleft()
             if not op.done:
                 self._send(link, op)
-
-    def _answered(self, link: Link, op: _Op, answer: Answer) -> None:
-        if op.done:
-            return
-        if op.seq < 0:  # sent under a session the cluster forgot since (:mod:`.registration`)
-            self.stale_answered(link, op, answer)
-            return
-        if answer is None:  # the link ended unanswered: the op goes again on the next one
-            if link.unread(op.frame):
-                op.rid = 0  # the member never read it: as if not sent
-                if op.future.done() and not op.unknown:
-                    self._finish(op, None)  # its caller went away: nothing to undo
-            else:
-                op.unknown = True
-            return
-        status, payload = answer
-        unknown_before = op.unknown
-        if status == P.OK:
-            link.served = True
-            try:
-                result = decode_result(payload)
-            except Exception:
-                self._drop(link, "the member sent an unreadable result")
-                return
-            if unknown_session(result):
-                self._forgotten(link, op)
-            elif no_room(result):
-                self._no_room(op)
-            else:
-                self._resolve(op, result)
-            return
-        code, message, *details = payload if isinstance(payload, list) and len(
-            payload) >= 2 else ("refused", payload)
-        error = P.error_of(code, message, *details, op=ops.op_name(op.code))
-        if getattr(error, "applied", None) is not False:
-            op.unknown = True
-        if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
-            op.error = error
-            op.rid = 0
-            link.cannot_commit = True
-            self._drop(link, f"{code}: {message}")
-            return
-        link.served = True
-        if code == "permission" and op.code in GIVE_BACKS and op.on_orphan is not None:
-            pause = refused_pause(op.refusals)
-            if pause is not None and asyncio.get_running_loop().time() < op.deadline:
-                self._refused_again(link, op, error, pause)
-                return
-        if unknown_before and code == "permission" and op.code in GIVE_BACKS:
-            error = retry_refused(error)  # this link's refusal alone (:mod:`.popped`)
-        elif unknown_before and code not in P.REFUSALS:
-            # This member speaks for its own attempt only; an earlier one may have applied.
-            error = type(error)(f"{error}; it was sent to an earlier member before, whose "
-                                "answer was lost: its outcome is unknown (it may have applied "
-                                "there)")
-        self._finish(op, error)
-
-    def _refused_again(self, link: Link, op: _Op, error: Exception, pause: float) -> None:
-        """A give-back nobody awaits refused at ``link``'s member's gate goes again under
-        its number after ``pause`` seconds; every other time that member is left for the
-        next (:func:`.popped.refused_pause`)."""
-        op.refusals += 1
-        op.error, op.rid = error, 0
-
-        def again() -> None:
-            current = self._link()
-            if not op.done and op.rid == 0 and current is not None:
-                self._send(current, op)
-
-        asyncio.get_running_loop().call_later(pause, again)
-        if op.refusals % 2 == 0:
-            self._drop(link, "its gate refused a give-back its session popped (it may hold "
-                       "no record of that pop: restored from a snapshot since)")
 
     def _resolve(self, op: _Op, result: Any) -> None:
         self._done(op)

@@ -74,7 +74,7 @@ MUTATIONS = [
          "test_objects_read_together_beyond_the_answer_queue_are_mirrored",),
         "states of objects read together go out one at a time, not as a stuck reader's"),
     Mutation(
-        "client-retried-op-said-not-applied", "lazily_queue/client/session.py",
+        "client-retried-op-said-not-applied", "lazily_queue/client/answers.py",
         "        elif unknown_before and code not in P.REFUSALS:\n",
         "        elif False:\n",
         ("tests/client/test_review_session.py",),
@@ -86,19 +86,19 @@ MUTATIONS = [
         ("tests/client/test_client_give_back_retry.py",),
         "a consume-only client's retried give-back that applied is answered as applied"),
     Mutation(
-        "give-back-retry-refusal-said-not-applied", "lazily_queue/client/session.py",
+        "give-back-retry-refusal-said-not-applied", "lazily_queue/client/answers.py",
         "        if unknown_before and code == \"permission\" and op.code in GIVE_BACKS:\n",
         "        if False:\n",
         ("tests/client/test_client_give_back_retry.py",),
         "a give-back refused on a retry after a lost answer is reported unknown"),
     Mutation(
-        "client-unanswered-attempt-forgotten", "lazily_queue/client/session.py",
+        "client-unanswered-attempt-forgotten", "lazily_queue/client/answers.py",
         "            else:\n                op.unknown = True\n",
         "            else:\n                pass\n",
         ("tests/client/test_review_session.py",),
         "an attempt whose link ended unanswered leaves the op's outcome unknown"),
     Mutation(
-        "client-unread-attempt-said-unknown", "lazily_queue/client/session.py",
+        "client-unread-attempt-said-unknown", "lazily_queue/client/answers.py",
         "            if link.unread(op.frame):\n",
         "            if False:\n",
         ("tests/client/test_client_link_caps.py::"
