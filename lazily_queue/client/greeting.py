@@ -1,5 +1,5 @@
-"""A member greeting a client: the session its hello names (:func:`session_of`), and
-registering one: ``[id, REGISTER, timeout_ms]`` (protocol 5) proposes
+"""A member greeting a client: its hello answered (:func:`hello`), the session it names
+(:func:`session_of`), and registering one: ``[id, REGISTER, timeout_ms]`` (protocol 5) proposes
 ``SESSION_REGISTER`` with the client's owner tag as the member's own op
 (:mod:`..replicated.session_register`) and answers the new session id once it applied;
 the link's ops go under that id from then on (a later link names it in its hello). A
@@ -86,6 +86,26 @@ def _end_unclaimed(server: ClientServer, sid: int, timeout: float) -> None:
         log.info("could not end the unclaimed client session %d", sid, exc_info=True)
         return
     driver.wake()
+
+
+def hello(server: ClientServer, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
+    """Serve one ``HELLO``: the link takes the session it names (a hello naming none
+    keeps one registered on it) and is answered the member's features and request limit;
+    raises :class:`~.protocol.RequestRefused`, remembered as the reason to refuse the
+    link's later ops."""
+    try:
+        session = session_of(conn, frame)
+    except P.RequestRefused as exc:
+        conn.hello_refused = str(exc)
+        raise
+    if session is not None:  # a later hello naming none keeps one registered here
+        conn.session = session
+    conn.protocol = frame[2]
+    conn.greeted = True
+    node = server.node
+    conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
+                           "leader": node.leader_id, "features": list(P.FEATURES),
+                           "max_request_bytes": server.max_request_bytes}])
 
 
 def session_of(conn: ClientConnection, frame: list[Any]) -> int | None:

@@ -36,14 +36,10 @@ from lazily_transports import (
     CredentialLookup,
     FrameBudget,
     LinkAttribute,
-    LinkConfig,
     LinkStream,
-    listen,
-    scheme_of,
 )
 
 from ..errors import InvalidConfiguration, MessageTooLarge, TooManyObjects, TooManySubscribers
-from ..pending_caps import listener_count, pending_caps
 from ..replicated import ops
 from ..replicated.results import encode_result
 from ..replicated.session_popped import REFUSED as GIVE_BACK_REFUSED
@@ -56,9 +52,10 @@ from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
 from .frame_decoding import FrameDecoder, request_limit
-from .greeting import Answering, register, session_of
+from .greeting import Answering, hello, register
 from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
+from .listening import listen_for_clients
 from .liveness import ClientLiveness
 from .op_admission import admitted_op, timeout_of
 from .outbox import AnswerBudget
@@ -142,23 +139,10 @@ class ClientServer:
             bound = getattr(self.node.driver.network, "listen_address", None) or self.node.listen
             self.addresses = [] if bound is None else [bound]
             return
-        from ..raft.mesh import node_number
-
-        pending, per_source = pending_caps(listener_count(self.node.listen, self.access.listen))
-        config = LinkConfig(peer_id=node_number(self.node.node_id), session_id=self.node.cluster,
-                            secret=b"clients only: no peer links here",
-                            client_max_frame_size=self.max_request_bytes,
-                            max_pending_handshakes=pending, max_pending_per_source=per_source)
         try:
-            for address in self.access.listen:
-                tls = (self.access.ssl_context if scheme_of(address) in ("wss", "tls")
-                       else None)
-                context = listen(address, config, self.serve, credentials=self.access.credential,
-                                 accept_peer=lambda _peer: "this address serves clients only",
-                                 ssl_context=tls)
-                listener = await context.__aenter__()
-                self._listeners.append(context)
-                self.addresses.append(listener.address)
+            await listen_for_clients(self.node, self.access, self.access.listen,
+                                     self.max_request_bytes, self.serve, self._listeners,
+                                     self.addresses)
         except BaseException:
             await self.stop()
             raise
@@ -323,19 +307,7 @@ class ClientServer:
     # -- requests ------------------------------------------------------------------------------
 
     def _hello(self, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
-        try:
-            session = session_of(conn, frame)
-        except P.RequestRefused as exc:
-            conn.hello_refused = str(exc)
-            raise
-        if session is not None:  # a later hello naming none keeps one registered here
-            conn.session = session
-        conn.protocol = frame[2]
-        conn.greeted = True
-        node = self.node
-        conn.send([rid, P.OK, {"node": node.node_id, "cluster": node.cluster,
-                               "leader": node.leader_id, "features": list(P.FEATURES),
-                               "max_request_bytes": self.max_request_bytes}])
+        hello(self, conn, rid, frame)  # :func:`.greeting.hello`
 
     def timeout(self, value: Any) -> float:
         """Seconds of a request's ``timeout_ms`` (:func:`.op_admission.timeout_of`)."""

@@ -60,9 +60,9 @@ MUTATIONS = [
          "test_an_object_larger_than_a_client_reads_is_refused_without_relinking",),
         "an object larger than a client reads is refused to it, not sent to make it relink"),
     Mutation(
-        "client-refused-hello-unexplained", "lazily_queue/client/server.py",
-        "            conn.hello_refused = str(exc)\n",
-        "            pass\n",
+        "client-refused-hello-unexplained", "lazily_queue/client/greeting.py",
+        "        conn.hello_refused = str(exc)\n",
+        "        pass\n",
         ("tests/client/test_client_access.py::"
          "test_an_op_before_hello_and_a_bad_session_are_refused",),
         "an op after a refused hello is refused with the hello's reason"),
