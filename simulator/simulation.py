@@ -10,61 +10,30 @@ import os
 import random
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lazily_queue.core.groups import group_queue_name
 from lazily_queue.replicated import ops as C
 
-from .cancelled_pops import CancellingConsumer
 from .checker import Checker
 from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
-from .ephemeral_sessions import EphemeralSessionClient
-from .expiry import TtlClient
 from .faults import Faults
-from .forgotten_sessions import ForgettingClient
 from .give_back_checks import check_give_backs
 from .given_back import check_given_back
-from .group_expiry import GroupTtlClient
-from .headers import HeaderConsumer, HeaderProducer
 from .history import Violation
-from .limits_model import LimitedClient
-from .once import OnceProducer
-from .queue_options import OptionsClient
-from .registered_sessions import RegisteringClient, session_bound
-from .replay_time import TimeReplayer
+from .roster import make_clients
 from .scenario import Scenario
-from .session_client import (
-    SessionClient,
-    SessionConsumer,
-    SessionGroupMember,
-    SessionProducer,
-    SessionWorker,
-)
-from .session_givers import SessionGiver
-from .session_takes import SessionTaker, check_takers
+from .session_takes import check_takers
 from .stats import checked_stats
-from .topic_options import TopicOptionsClient
-from .txn import TxnWorker
-from .txn_options import TxnOptionsClient
-from .work_expiry import WorkTtlClient
 from .workload import (
     QUEUE,
     TOPIC,
     WORK,
     Client,
-    Consumer,
-    Declarer,
-    GroupMember,
-    Producer,
-    Publisher,
-    Replayer,
     Subscriber,
-    Worker,
-    WorkProducer,
 )
 
 HASH_SEED_HELP = (
@@ -115,91 +84,6 @@ class Simulation:
 
     # -- set-up ---------------------------------------------------------------------------
 
-    def _make_clients(self) -> None:
-        c = self.cluster
-        declarer = Declarer("de1", c, random.Random(self.rng.getrandbits(64)),
-                            self.s.visibility_ms, self.s.max_deliveries,
-                            queue_capacity=self.s.queue_capacity,
-                            groups=self._groups())
-        self.clients.append(declarer)
-        c.every(0.01, lambda: 0.05, declarer.act)
-        kinds: dict[str, Any] = {
-            "producer": Producer, "consumer": Consumer, "work-producer": WorkProducer,
-            "worker": Worker, "publisher": Publisher, "session-producer": SessionProducer,
-            "once-producer": OnceProducer, "session-consumer": SessionConsumer,
-            "session-worker": SessionWorker, "txn-worker": TxnWorker, "replayer": Replayer,
-            "time-replayer": TimeReplayer, "header-producer": HeaderProducer,
-            "header-consumer": HeaderConsumer, "limited": LimitedClient,
-            "topic-options": TopicOptionsClient,
-        }
-        for kind, count in sorted(self.s.clients.items()):
-            for i in range(count):
-                rng = random.Random(self.rng.getrandbits(64))
-                if kind in ("durable", "ephemeral"):
-                    subscriber = Subscriber(f"{kind[0]}{i + 1}", c, rng, kind == "durable")
-                    subscriber.batching = self.s.batching
-                    client: Client = subscriber
-                elif kind == "group-member":  # members alternate between the groups
-                    member = GroupMember(f"gm{i + 1}", c, rng, GROUPS[i % len(GROUPS)])
-                    member.batching = self.s.batching
-                    member.settle_batches = self.s.settle_batches
-                    client = member
-                else:
-                    prefix = {"session-producer": "sp", "once-producer": "op",
-                              "session-consumer": "sc", "session-worker": "sw",
-                              "txn-worker": "tw", "replayer": "r",
-                              "time-replayer": "rt", "header-producer": "hp",
-                              "header-consumer": "hc", "limited": "lc",
-                              "topic-options": "to"}.get(kind, kind[:2])
-                    client = kinds[kind](f"{prefix}{i + 1}", c, rng)
-                    if isinstance(client, Producer):
-                        client.large = self.s.large_values
-                    if isinstance(client, Worker):
-                        client.extend = self.s.extend_leases
-                        client.settle_batches = self.s.settle_batches
-                        client.scheduling = self.s.scheduling
-                    if isinstance(client, WorkProducer):
-                        client.scheduling = self.s.scheduling
-                    if isinstance(client, Worker | Consumer | SessionConsumer):
-                        client.batching = self.s.batching
-                self.clients.append(client)
-                c.every(0.05 + rng.uniform(0, 0.05), _period(rng), client.act)
-        # Seeded apart (by the seed alone): the other clients' draws are unchanged.
-        apart: list[tuple[int, int, int, str, Callable[[str, random.Random, int], Client]]] = [
-            (self.s.ttl_clients, 7907, 101, "tc", lambda cid, r, i: TtlClient(cid, c, r)),
-            (self.s.options_clients, 7919, 211, "oc",
-             lambda cid, r, i: OptionsClient(cid, c, r)),
-            (self.s.session_group_members if self._groups() else 0, 7927, 211, "sg",
-             lambda cid, r, i: SessionGroupMember(cid, c, r, GROUPS[i % len(GROUPS)])),
-            (self.s.work_ttl_clients, 7933, 307, "wt",
-             lambda cid, r, i: WorkTtlClient(cid, c, r)),
-            (self.s.group_ttl_clients, 7937, 311, "gt",
-             lambda cid, r, i: GroupTtlClient(cid, c, r)),
-            (self.s.cancelling_consumers, 7949, 401, "cc",
-             lambda cid, r, i: CancellingConsumer(cid, c, r)),
-            (self.s.txn_options_clients, 7951, 409, "xo",
-             lambda cid, r, i: TxnOptionsClient(cid, c, r, ttl=self.s.txn_ttl)),
-            (self.s.ephemeral_sessions, 7963, 419, "es",
-             lambda cid, r, i: EphemeralSessionClient(cid, c, r)),
-            (self.s.registered_sessions, 7993, 431, "rs",
-             lambda cid, r, i: RegisteringClient(cid, c, r)),
-            (self.s.session_givers, 8009, 443, "gv",
-             lambda cid, r, i: SessionGiver(cid, c, r, consume_only=i % 2 == 0)),
-            (self.s.session_takers, 8017, 461, "tk", lambda cid, r, i: SessionTaker(cid, c, r)),
-            (self.s.forgetting_clients if self.s.registered_sessions else 0, 8011, 457, "fs",
-             lambda cid, r, i: ForgettingClient(cid, c, r)),
-        ]
-        for count, factor, offset, prefix, make in apart:
-            for i in range(count):
-                rng = random.Random(self.s.seed * factor + offset + i)
-                own = make(f"{prefix}{i + 1}", rng, i)
-                self.clients.append(own)
-                c.every(0.05 + rng.uniform(0, 0.05), _period(rng), own.act)
-        if self.s.registered_sessions:  # before any op applies: every replica alike
-            c.history.max_client_sessions = session_bound(sum(
-                isinstance(cl, SessionClient) and not isinstance(cl, RegisteringClient)
-                for cl in self.clients))
-
     def _groups(self) -> bool:
         """Whether the topic has consumer groups (the scenario has group members)."""
         return self.s.clients.get("group-member", 0) > 0
@@ -210,7 +94,7 @@ class Simulation:
         c = self.cluster
         for n in c.node_ids:
             c.start_node(n)
-        self._make_clients()
+        self.clients.extend(make_clients(self.s, c, self.rng, self._groups()))
         c.every(MAINTENANCE, lambda: MAINTENANCE, lambda: c.maintain(False))
         c.every(1.0, lambda: 1.0, lambda: c.maintain(True))
         self.faults.schedule(self.s.faults)
@@ -370,10 +254,6 @@ class Simulation:
         checker.check_final(self.final_state)
         checker.check_drained()
         return checker
-
-
-def _period(rng: random.Random) -> Callable[[], float]:
-    return lambda: rng.uniform(0.01, 0.1)
 
 
 def run(scenario: Scenario) -> Outcome:
