@@ -87,6 +87,12 @@ class RetryPolicy:
             raise InvalidSchedule(f"retry factor must be a finite number >= 1, got {shown(f)}")
         if self.cap is not None:
             check_delay(self.cap, "retry cap")
+            if self.cap < self.base:
+                raise InvalidSchedule(
+                    f"retry cap must be at least retry base (every wait would be the cap, "
+                    f"never the base), got base {shown(self.base)} and cap {shown(self.cap)}: "
+                    f"give cap >= {shown(self.base)} (RetryPolicy.exponential caps at 60 "
+                    "unless given cap=), or cap=None for no maximum")
 
     @classmethod
     def fixed(cls, delay: float) -> RetryPolicy:
@@ -113,15 +119,21 @@ class RetryPolicy:
 
     def scaled(self, unit: float) -> RetryPolicy:
         """The same policy counted in ``unit`` per second (1000: milliseconds)."""
-        return RetryPolicy(self.base * unit, self.factor,
-                           None if self.cap is None else self.cap * unit)
+        return RetryPolicy.from_list([self.base * unit, self.factor,
+                                      None if self.cap is None else self.cap * unit])
 
     def to_list(self) -> list[Any]:
         return [self.base, self.factor, self.cap]
 
     @classmethod
     def from_list(cls, raw: Any) -> RetryPolicy:
-        """:meth:`to_list` output; ``InvalidSchedule`` when malformed."""
+        """:meth:`to_list` output; ``InvalidSchedule`` when malformed. A cap below the
+        base is taken as it was stored (earlier versions accepted one, and replicas apply
+        the same ops alike)."""
         if not isinstance(raw, list | tuple) or len(raw) != 3:
             raise InvalidSchedule(f"a retry policy is [base, factor, cap], got {shown(raw)}")
-        return cls(raw[0], raw[1], raw[2])
+        policy = cls(raw[0], raw[1])
+        if raw[2] is not None:
+            check_delay(raw[2], "retry cap")
+            object.__setattr__(policy, "cap", raw[2])
+        return policy
