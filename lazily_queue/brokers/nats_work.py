@@ -169,6 +169,10 @@ class NatsWorkQueueStorage(WorkMirror):
             for subject in (self.subject, self.dead_subject, self.notices,
                             f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*"):
                 await b.subscribe(subject, self._changed)
+            # The stream changed (a limit set that would delete items): its settings are
+            # checked again before the next operation, as where it is opened.
+            await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.UPDATED.{self.stream}",
+                              self._declared.forget)
 
     async def _read(self) -> None:
         self._reading()

@@ -206,6 +206,39 @@ async def test_a_work_queue_stream_limited_to_discard_its_oldest_items_is_refuse
         assert delivery.value == "first"
 
 
+async def test_a_limit_set_on_the_stream_of_an_open_work_queue_refuses_its_next_push(
+    nats_server: BrokerServer,
+) -> None:
+    """An operator's ``max_msgs`` on the stream of a work queue a process has open (it
+    discards old messages by default): that process's pushes made the server delete its
+    oldest items silently. Once the server announces the change the stream is checked
+    again, as where it is opened, until it refuses new messages instead."""
+    import nats
+    from nats.js.api import DiscardPolicy
+
+    async with connect(nats_server.url) as client:
+        jobs = client.work_queue(fresh("wlimit"))
+        await jobs.push("first")
+        stream = jobs.storage.stream  # type: ignore[attr-defined]
+        nc = await nats.connect(nats_server.url)
+        js = nc.jetstream()
+        config = (await js.stream_info(stream)).config
+        config.max_msgs = 2
+        await js.update_stream(config)
+        await asyncio.sleep(0.5)  # the server's announcement reaches the client
+        with pytest.raises(IncompatibleBrokerObject,
+                           match=rf"stream {stream} has max_msgs 2 .*--discard new"):
+            await jobs.push("second")
+        config.discard = DiscardPolicy.NEW
+        await js.update_stream(config)
+        await nc.close()
+        await asyncio.sleep(0.5)
+        await jobs.push("second")
+        with pytest.raises(BrokerOutOfMemory, match="maximum messages exceeded"):
+            await jobs.push("third")
+        assert (await jobs.claim("w", timeout=5)).value == "first"
+
+
 async def test_a_redis_that_evicts_any_key_at_its_maxmemory_is_refused_at_connect(
     redis_server: BrokerServer, caplog: pytest.LogCaptureFixture,
 ) -> None:
