@@ -7,6 +7,7 @@ the loop for a fifth of a second even on the decoding thread."""
 
 from __future__ import annotations
 
+import random
 import threading
 from decimal import Decimal
 from typing import Any
@@ -16,9 +17,11 @@ import pytest
 
 from lazily_queue.client import protocol as P
 from lazily_queue.client.frame_decoding import (
+    NESTED_BYTES,
     TAGGED_BYTES,
     THREAD_BYTES,
     FrameDecoder,
+    containers_over,
     request_limit,
 )
 from lazily_queue.client.link import BATCH_BYTES
@@ -84,3 +87,79 @@ async def test_a_frame_past_the_tag_budget_is_refused_naming_the_tag_and_the_lim
             f"unreadable frame: more than {most:,} tagged values (tag 1 (epoch datetime) is "
             "one too many)"), got[1]
         assert "tag 1 (epoch datetime) is one too many" in got[2][2][1]
+
+
+@pytest.mark.parametrize("message_limit", [1024, 300_000, DEFAULT_MAX_MESSAGE_BYTES,
+                                           MAX_MESSAGE_BYTES_LIMIT])
+def test_the_container_budget_holds_every_op_a_member_admits_and_a_clients_batch(
+        message_limit: int) -> None:
+    """An op holds at most one container per CONTAINER_BYTES of the message limit (a
+    give-back a take's besides; its request, its arguments and the frame a few more); a
+    client's batch of several frames is at most BATCH_BYTES, each container a byte at the
+    least and each request's id and kind not one."""
+    decoder = FrameDecoder(request_limit(message_limit), "budget")
+    assert decoder.max_containers == decoder.max_bytes // NESTED_BYTES
+    assert decoder.max_containers >= message_limit // CONTAINER_BYTES + TAKE_CONTAINERS + 4
+    assert decoder.max_containers >= BATCH_BYTES
+
+
+async def test_a_frame_past_the_container_budget_is_refused_naming_the_limit() -> None:
+    """Empty arrays and maps, flat or nested: cbor2 builds them without calling back, so
+    they are counted before the frame is decoded."""
+    async with one_member() as node:
+        assert node.clients is not None
+        most = node.clients.decoder.max_containers
+        stream = await linked(node)
+        await stream.send(cbor2.dumps([3, P.PING, [[]] * (most - 2)]))
+        await stream.send(cbor2.dumps([4, P.PING, [[]] * (most - 1)]))
+        await stream.send(cbor2.dumps([5, P.PING, [{}] * most]))
+        chain: list[Any] = []
+        for _ in range(50):
+            chain = [chain]
+        await stream.send(cbor2.dumps([6, P.PING, [chain] * (most // 51 + 1)]))
+        got = await answers(stream, 4)
+        assert got[0] == [3, P.OK, None]
+        for answer in got[1:]:
+            assert answer[:2] == [0, P.ERROR], answer
+            assert answer[2][1].startswith(
+                f"unreadable frame: more than {most:,} arrays and maps (one per "
+                f"{NESTED_BYTES} bytes of the {node.clients.decoder.max_bytes}-byte request "
+                "limit)"), answer
+
+
+def _containers(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + sum(_containers(item) for item in value)
+    if isinstance(value, dict):
+        return 1 + sum(_containers(key) + _containers(item) for key, item in value.items())
+    if isinstance(value, cbor2.CBORTag):
+        return _containers(value.value)
+    return 0
+
+
+def test_counting_containers_agrees_with_the_decoded_value() -> None:
+    """Whether the head bytes alone settle it (few of them) or the heads are walked
+    (strings holding such bytes, floats, ints, tags), the count is the value's."""
+    rng = random.Random(5)
+
+    def value(depth: int = 0) -> Any:
+        r = rng.random()
+        if depth > 5 or r < 0.4:
+            return rng.choice([rng.randrange(-2**70, 2**70), rng.random(), "é" * rng.randrange(30),
+                               rng.randbytes(rng.randrange(40)), None, True, rng.randrange(300)])
+        if r < 0.7:
+            return [value(depth + 1) for _ in range(rng.randrange(6))]
+        if r < 0.85:
+            return {str(rng.randrange(99)): value(depth + 1) for _ in range(rng.randrange(4))}
+        return cbor2.CBORTag(1, rng.randrange(10**9))
+
+    walked = 0
+    for _ in range(2000):
+        v = [value() for _ in range(rng.randrange(1, 30))]
+        data = cbor2.dumps(v)
+        n = _containers(v)
+        heads = sum(0x80 <= b < 0xC0 for b in data)
+        for most in {max(0, n - 1), n, n + 1}:
+            assert containers_over(data, most) == (n > most), (v, most)
+            walked += heads > most
+    assert walked > 1000  # the walk ran, not only the count of head bytes
