@@ -39,7 +39,8 @@ def due_operations(view: ReadView, now_ms: int, *, gc_topics: bool,
     elements every subscriber has read and, with ``reap_grace_ms``, a reap of the
     ephemeral subscriptions of client sessions not refreshed for that long
     (:mod:`.replicated.ephemeral_owners`), and ``POPPED_CHECKING`` while the sessions'
-    records of popped elements are not checking (:mod:`.replicated.session_popped`)."""
+    records of popped elements are not checking (:mod:`.replicated.session_popped`: a
+    new leader proposes it first in its term, this proposes it again if that was lost)."""
     due: list[tuple[int, list[Any]]] = []
     if not view.popped_checking:
         due.append((ops.POPPED_CHECKING, []))

@@ -40,10 +40,10 @@ from .durable_commit import durable_majority_index
 from .engine_config import EngineConfig as EngineConfig
 from .engine_view import EngineView
 from .journal import DurableJournal
-from .leading import append_leading, commit_leading, light_tick
+from .leading import append_leading, commit_leading, lead_first, light_tick
 from .log_config import put_log_changes_in_effect
 from .log_reads import read_log_directly
-from .outcome import Answer, Outcome, from_pysyncobj
+from .outcome import Answer, Outcome, answered, translated
 from .prevote import PreVote
 from .snapshot import SnapshotStore
 from .transfer import LeadershipTransfer
@@ -71,7 +71,8 @@ STATE_NAMES = {FOLLOWER: "follower", CANDIDATE: "candidate", LEADER: "leader"}
 
 class RaftEngine(EngineView, PatchedSyncObj):
     """One Raft member. Every method must be called from the driver's thread; its
-    introspection properties are :class:`~.engine_view.EngineView`'s."""
+    introspection properties are :class:`~.engine_view.EngineView`'s. ``leading()``
+    gives the commands it appends first as it becomes leader (:func:`~.leading.lead_first`)."""
 
     #: Applies up to the commit index as it stands (no durable-commit clamp first).
     apply_committed: Callable[[], Any]
@@ -92,6 +93,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
         rng: random.Random | None = None,
         on_membership: Callable[[str, bool], None] | None = None,
         on_state: Callable[[int, int], None] | None = None,
+        leading: Callable[[], list[tuple[bytes, Answer]]] | None = None,
     ) -> None:
         cfg = config or EngineConfig()
         self._node_id = str(node_id)
@@ -186,6 +188,8 @@ class RaftEngine(EngineView, PatchedSyncObj):
                         self._held.clear()
 
             self._SyncObj__sendAppendEntries = sending_appends
+            if leading is not None:  # the commands it gives go first in each term led
+                lead_first(self, lambda: [(b, translated(c)) for b, c in leading()])
             read_log_directly(self, journal)
             wrap_application(self, self._clamp_commit, self._apply_batch)
             if snapshots.stored:
@@ -219,7 +223,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
         if self.transfer.target is not None:  # pending
             self.transfer.held.append((payload, callback))
             return
-        answer = functools.partial(_answer, callback)  # _translated, without a frame
+        answer = functools.partial(answered, callback)  # translated, without a frame
         if append_leading(self, payload, answer, int(self._wall() * 1000)):
             self._unsent_appends = bool(self._SyncObj__otherNodes)
             return
@@ -370,7 +374,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
     def add_member(self, peer_id: str, callback: Answer) -> None:
         command = patches.safe_dumps(["add", str(peer_id)])
         with self._env:
-            self._applyCommand(command, _translated(callback), _MEMBERSHIP)
+            self._applyCommand(command, translated(callback), _MEMBERSHIP)
 
     def remove_member(self, peer_id: str, callback: Answer) -> None:
         if str(peer_id) == self._node_id:
@@ -378,7 +382,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
             return
         command = patches.safe_dumps(["rem", str(peer_id)])
         with self._env:
-            self._applyCommand(command, _translated(callback), _MEMBERSHIP)
+            self._applyCommand(command, translated(callback), _MEMBERSHIP)
 
     def transfer_leadership(self, peer_id: str | None, callback: Answer) -> None:
         """Hand leadership to ``peer_id`` (or the most caught-up follower); proposals are
@@ -388,14 +392,4 @@ class RaftEngine(EngineView, PatchedSyncObj):
             if patches.enabled("paused-transfer"):
                 self.transfer.start(target, callback)
             else:
-                self.transferLeadership(target, _translated(callback))
-
-
-def _translated(callback: Answer) -> Callable[[Any, int], None]:
-    """PySyncObj's ``callback(result, fail_reason)`` as ``callback(result, outcome)``."""
-    return functools.partial(_answer, callback)
-
-
-def _answer(callback: Answer, result: Any, reason: int) -> None:
-    callback(result, Outcome.SUCCESS if reason == FAIL_REASON.SUCCESS
-             else from_pysyncobj(reason))
+                self.transferLeadership(target, translated(callback))

@@ -46,3 +46,8 @@ class FSM(Protocol):
         :data:`~.values.CONTAINER_BYTES` bytes of ``max_message_bytes`` (decimals, UUIDs,
         dates and datetimes counted with them) when this member proposes it (a message
         of its own)."""
+
+    def leading_ops(self) -> list[tuple[int, list[Any]]]:
+        """The ops (``code``, ``args``) a member proposes as it becomes leader, read from
+        the state as it stands then: appended right after the entry starting its term,
+        before anything else proposed in the term (``[]``: none)."""

@@ -22,6 +22,7 @@ once) or a command waits to be forwarded to the leader.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from . import entries, patches
@@ -35,12 +36,34 @@ def append_leading(engine: Any, batch: bytes, callback: Any, stamp: int) -> bool
     leader or commands wait in its queue."""
     if engine._queued_commands or engine._SyncObj__raftState != LEADER:
         return False
+    _append(engine, batch, callback, stamp)
+    return True
+
+
+def _append(engine: Any, batch: bytes, callback: Any, stamp: int) -> None:
     journal = engine._journal
     index = journal.last_index + 1
     term = engine._SyncObj__raftCurrentTerm
     journal.add(entries.encode(batch, stamp), index, term)
     engine._SyncObj__commandsWaitingCommit[index].append((term, callback))
-    return True
+
+
+def lead_first(engine: Any, first: Callable[[], list[tuple[bytes, Any]]]) -> None:
+    """Have ``engine`` append the commands ``first()`` gives (each a batch and the
+    callback waiting for its commit), stamped with its wall clock, as it becomes leader:
+    right after the entry starting its term, before any command proposed or forwarded
+    in the term, and sent with the next AppendEntries of the step."""
+    become_leader = engine._SyncObj__onBecomeLeader
+
+    def becoming_leader() -> None:
+        become_leader()
+        commands = first()
+        for batch, callback in commands:
+            _append(engine, batch, callback, int(engine._wall() * 1000))
+        if commands:
+            engine._unsent_appends = bool(engine._SyncObj__otherNodes)
+
+    engine._SyncObj__onBecomeLeader = becoming_leader
 
 
 def light_tick(engine: Any, now: float, full_tick_at: float, compact: bool) -> bool:

@@ -7,6 +7,7 @@ engine depends on the library's names.
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -61,3 +62,14 @@ def from_pysyncobj(reason: int) -> Outcome:
 
 #: Called with a request's result (``None`` unless it applied) and its outcome.
 Answer = Callable[[Any, Outcome], None]
+
+
+def translated(callback: Answer) -> Callable[[Any, int], None]:
+    """PySyncObj's ``callback(result, fail_reason)`` as ``callback(result, outcome)``."""
+    return functools.partial(answered, callback)
+
+
+def answered(callback: Answer, result: Any, reason: int) -> None:
+    """Answer ``callback`` with ``result`` and the outcome of PySyncObj's ``reason``."""
+    callback(result, Outcome.SUCCESS if reason == FAIL_REASON.SUCCESS
+             else from_pysyncobj(reason))

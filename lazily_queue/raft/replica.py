@@ -30,7 +30,7 @@ from .engine import LEADER, STATE_NAMES, RaftEngine
 from .errors import ProposalRejected
 from .fsm import FSM
 from .journal import DurableJournal
-from .outcome import MAYBE_APPLIED, Outcome
+from .outcome import MAYBE_APPLIED, Answer, Outcome
 from .proposals import Proposal, ReplicaConfig, commit_deadline
 from .ready import NOTHING, Completion, Ready
 from .rejoin import check_continues
@@ -105,6 +105,7 @@ class Replica(ReplicaWaiters):
             rng=self.rng,
             on_membership=self._on_membership,
             on_state=self._on_state,
+            leading=self._leading,
         )
         #: Per op code: its name and the message limit its last argument obeys (or None).
         self._op_kinds: dict[int, tuple[str, int | None, int | None]] = {}
@@ -246,12 +247,12 @@ class Replica(ReplicaWaiters):
             if p.retry_at > now:
                 continue
             if batch and size + len(p.encoded) > self.config.max_batch_bytes:
-                self._submit(batch, now)
+                self.engine.submit(*self._command(batch, now))
                 batch, size = [], 0
             batch.append(p)
             size += len(p.encoded)
         if batch:
-            self._submit(batch, now)
+            self.engine.submit(*self._command(batch, now))
             if len(batch) == len(self._queued):  # all of them went
                 self._queued = []
                 return
@@ -261,7 +262,8 @@ class Replica(ReplicaWaiters):
                 waiting[p.seq] = p
         self._queued = list(waiting.values())
 
-    def _submit(self, batch: list[Proposal], now: float) -> None:
+    def _command(self, batch: list[Proposal], now: float) -> tuple[bytes, Answer]:
+        """``batch``'s command and callback, its proposals in flight from ``now``."""
         encoded: list[bytes] = []
         attempts: list[int] = []
         ops: list[list[Any]] | None = []
@@ -281,7 +283,15 @@ class Replica(ReplicaWaiters):
         if ops is not None:  # applied here, it needs no decoding
             remember(payload, session, floor, ops)
         self.batches += 1
-        self.engine.submit(payload, functools.partial(self._on_result, batch, attempts))
+        return payload, functools.partial(self._on_result, batch, attempts)
+
+    def _leading(self) -> list[tuple[bytes, Answer]]:
+        """The command of the state machine's :meth:`~.fsm.FSM.leading_ops` (``[]``: none),
+        each op waiting an attempt's timeout to commit, its result dropped."""
+        batch = [self.propose(code, args, timeout=self.config.attempt_timeout,
+                              on_done=lambda _result, _error: None)
+                 for code, args in self.fsm.leading_ops()]
+        return [self._command(batch, self.clock())] if batch else []  # its queue drops them
 
     def _on_result(
         self, batch: list[Proposal], attempts: list[int], result: Any, outcome: Outcome

@@ -29,15 +29,17 @@ log; a pop answered from its session as a retry notes nothing anywhere. A replic
 restored a snapshot of an earlier version holds nothing of the pops before it, while
 one that applied them does. Hence the record is *checking*
 (:attr:`SessionPopped.checking`, in the snapshot) only from a ``POPPED_CHECKING`` op
-(:meth:`SessionPopped.start_checking`), which the leader's maintenance proposes while the
-applied state is not checking: it empties every session's record, on every replica at
-one entry (later ones change nothing). A checked give-back applied before any did so
-applies unchecked, as the gate that admitted it found, and starts checking the same
-way. A snapshot that covers either is of this version and holds the flag; only an
-earlier version's snapshot lacks it, and it covers neither. The pops before the start
-can no longer be given back by such a client (as after a restart of an earlier
-version): in a fresh cluster the op applies within a maintenance round of the first
-election, in one upgraded from an earlier version at its first leader of this one.
+(:meth:`SessionPopped.start_checking`), which a member proposes first in its term as it
+becomes leader while the applied state is not checking
+(:meth:`~.proposing.Proposing.leading_ops`), and its maintenance again while it still
+is not: it empties every session's record, on every replica at one entry (later ones
+change nothing). A checked give-back applied before any did so applies unchecked, as
+the gate that admitted it found, and starts checking the same way. A snapshot that
+covers either is of this version and holds the flag; only an earlier version's
+snapshot lacks it, and it covers neither. The pops before the start can no longer be
+given back by such a client (as after a restart of an earlier version): a fresh
+cluster has none (the op precedes them in the log), one upgraded from an earlier
+version those applied before its first leader of this one.
 """
 
 from __future__ import annotations

@@ -69,7 +69,6 @@ from .ops import (
     CHECKED_GIVE_BACKS,
     CLIENT_OP,
     CLIENT_OPS,
-    MESSAGE_OPS,
     ONCE_OPS,
     SESSION_END,
     SESSION_REGISTER,
@@ -79,6 +78,7 @@ from .ops import (
     family_of_op,
     op_name,
 )
+from .proposing import Proposing
 from .receipts import ReceiptLedger
 from .session_results import (
     IN_CLIENT,
@@ -99,7 +99,6 @@ log = logging.getLogger(__name__)
 _ENDING_OPS, _SUBSCRIBE_OPS = ephemeral_owners.ENDING_OPS, ephemeral_owners.SUBSCRIBE_OPS
 
 SESSION_TTL_MS = 3_600_000
-#: Client session ids are above this (a member's are at most this).
 _WRAPPERS = (CLIENT_OP, CLIENT_OPS)
 #: Ops counted and reported as the plain ops they apply.
 _COUNTED_INSIDE = frozenset({CLIENT_OP, CLIENT_OPS, TXN, *ONCE_OPS})
@@ -113,7 +112,7 @@ _MALFORMED_CLIENT_OP = OpError("malformed_client_op", "a client op is [session, 
                                "code, *args] with a client session id and seq >= 1")
 _DUPLICATE = OpError("duplicate", "already applied")
 
-class StateMachine(StateSnapshots):
+class StateMachine(StateSnapshots, Proposing):
     """Deterministic application of committed batches.
 
     The window of producer message ids starts at the default bounds; only a
@@ -399,16 +398,3 @@ class StateMachine(StateSnapshots):
     def drain_events(self) -> list[Event]:
         events, self.events = self.events, []
         return events
-
-    def op_name(self, code: int) -> str:
-        return op_name(code)
-
-    def bounds_containers(self, code: int) -> bool:
-        """A message op or a transaction of the member's own (a client's ops are bounded
-        where its member admits them, a give-back with what a take may answer)."""
-        return code in MESSAGE_OPS or code == TXN
-
-    def carries_message(self, code: int) -> bool:
-        """A message op, or a client's op (its last argument is its inner op's last:
-        the message of a push or publish, small for the others)."""
-        return code in MESSAGE_OPS or code == CLIENT_OP

@@ -32,15 +32,22 @@ MUTATIONS = [
         "replicas whose records of popped elements differed (one restored an earlier "
         "version's snapshot) check give-backs alike from the first checked one on"),
     Mutation(
-        "popped-checking-not-proposed", "lazily_queue/maintenance.py",
+        "popped-checking-not-proposed", "lazily_queue/replicated/proposing.py",
+        "        return [] if self.popped.checking else [(POPPED_CHECKING, [])]\n",
+        "        return []\n",
+        ("tests/client/test_popped_checking_op.py::"
+         "test_pops_right_after_the_first_election_can_be_given_back",
+         "tests/raft/test_leading_ops.py::"
+         "test_a_new_leader_proposes_popped_checking_before_anything_else"),
+        "a consume-only client's pops are not forgotten as checking begins, nor by another "
+        "session's first checked give-back: a fresh cluster checks from before its first pop"),
+    Mutation(
+        "popped-checking-not-retried", "lazily_queue/maintenance.py",
         "        due.append((ops.POPPED_CHECKING, []))\n",
         "        pass\n",
-        ("tests/client/test_popped_checking_op.py::"
-         "test_a_fresh_member_starts_checking_soon_after_its_first_election",
-         "tests/replicated/test_checked_give_backs.py::"
-         "test_the_leader_proposes_the_popped_checking_op_while_the_state_is_not_checking"),
-        "a consume-only client's pops are not forgotten by another session's first checked "
-        "give-back: the records are emptied once, as the cluster first elects a leader"),
+        ("tests/replicated/test_checked_give_backs.py::"
+         "test_the_leader_proposes_the_popped_checking_op_while_the_state_is_not_checking",),
+        "a leader whose first POPPED_CHECKING was lost proposes it again at its maintenance"),
     Mutation(
         "client-give-back-proposed-unchecked", "lazily_queue/client/connection.py",
         "            op.code = CHECKED[code]",

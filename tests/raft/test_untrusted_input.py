@@ -349,7 +349,7 @@ def test_unsupported_values_are_refused_at_the_call(
         m.round()
     for view in m.views.values():
         assert view.queues["q"].elements() == ["fine"]
-        assert view.applied_ops == 2  # the declaration and the one valid push
+        assert view.applied_ops == 3  # the leader's first op, the declaration, the valid push
 
 
 def test_plain_scalars_at_the_edges_replicate_as_they_are(tmp_path: Path) -> None:
