@@ -153,19 +153,9 @@ class Cluster:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> Cluster:
-        """Start every member that is not running and wait for a leader, and, unless
-        maintenance is off, for a member to apply the leader's ``POPPED_CHECKING``
-        (:mod:`~lazily_queue.replicated.session_popped`: a fresh cluster's first round,
-        after which what clients pop can be given back by consume-only ones)."""
+        """Start every member that is not running and wait for a leader."""
         await asyncio.gather(*(n.start() for n in self._nodes.values() if not n.running))
         await self.wait_for_leader()
-        deadline = time.monotonic() + 10.0
-        while not any(n.view.popped_checking for n in self.running):
-            if all(n.maintenance_interval is None for n in self.running):
-                break
-            if time.monotonic() > deadline:
-                raise TimeoutError("no member applied POPPED_CHECKING within 10s")
-            await asyncio.sleep(0.01)
         return self
 
     async def close(self) -> None:

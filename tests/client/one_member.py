@@ -42,10 +42,6 @@ async def one_member(access: ClientAccess | None = None, **options: Any,
     try:
         async with node:
             await node.wait_for_leader()
-            for _ in range(1000):  # until it applied its POPPED_CHECKING (.session_popped)
-                if node.maintenance_interval is None or node.view.popped_checking:
-                    break
-                await asyncio.sleep(0.01)
             yield node
     finally:
         shutil.rmtree(path, ignore_errors=True)
