@@ -5,11 +5,13 @@ model (:mod:`.checker`).
 Each client session's pops (``QUEUE_POP_STAMPED`` / ``QUEUE_POP_HEADERS``, the first
 application of each) note the ids they handed out, its oldest pops given up past
 :data:`~lazily_queue.replicated.session_popped.SESSION_ELEMENTS`; every give-back that
-applied takes its ids off. The first ``POPPED_CHECKING`` of the log (the leader's
-maintenance proposes it) empties every session's record, later ones change nothing; a
-checked give-back applied before any did so applies and empties them the same way. From
-then on each checked give-back applies exactly when its session holds every id it
-names, once, and is refused otherwise (``give_back_refused``), nothing of it applied.
+applied takes its ids off. The first ``POPPED_CHECKING`` of the log empties every
+session's record, later ones change nothing; a checked give-back applied before any did
+so applies and empties them the same way. A member that becomes leader of a state not
+checking proposes the op first in its term, so in the simulated (fresh) clusters no
+client session's pop applies before it: one that does fails the run. From then on each
+checked give-back applies exactly when its session holds every id it names, once, and
+is refused otherwise (``give_back_refused``), nothing of it applied.
 The simulated runs stay far below the records' bounds over all sessions.
 (:class:`~.history.History` checks that every replica applying an entry answers its
 checked give-backs as the first one did.)
@@ -62,6 +64,10 @@ class CheckedGiveBacks:
         if op.code in GIVE_BACKS and op.result is None:
             self._take(op)
         elif op.code in _POPS and isinstance(op.result, list) and op.result[0]:
+            if not self.checking:
+                raise Violation(f"index {op.index}: pop {op.session:x}/{op.seq} of a client "
+                                "session applied before checking began (a new leader "
+                                "proposes POPPED_CHECKING first in its term)")
             self._popped(op)
         return True
 

@@ -5,8 +5,7 @@ those it handed out, those its applied give-backs returned and those it kept (di
 unsent, refused), none twice; of a give-back sent twice (through two members, under
 two sequence numbers) at most one applied, the other refused as it applied or at a
 gate (its elements kept only when neither applied); no gate refused a give-back whose
-pop its member had applied, the session held (unless the cluster's first checked
-give-back emptied the records since); a give-back the client is told was not applied
+pop its member had applied, the session held; a give-back the client is told was not applied
 (refused with no attempt of it gone unanswered) never applied. Over the whole log: an
 element given back to the head (by any client) is the next taken from it, in the order
 given back, and each one a giver returned is taken again once or still queued at the
@@ -38,8 +37,6 @@ def check_give_backs(history: History, clients: Sequence[Client],
     outstanding: Counter[Any] = Counter()  # returned by a giver, not taken since
     taken: dict[int, Counter[Any]] = {s: Counter() for s in givers}
     returned: dict[int, Counter[Any]] = {s: Counter() for s in givers}
-    #: Elements of a giver's checked give-backs refused as they applied.
-    refused_unknown: dict[int, Counter[Any]] = {s: Counter() for s in givers}
     seen: set[tuple[int, int]] = set()
     stats = Counter[str]()
     for op in history.in_order():
@@ -59,8 +56,6 @@ def check_give_backs(history: History, clients: Sequence[Client],
         elif (op.code in C.CHECKED_GIVE_BACKS and isinstance(op.result, OpError)
               and op.result.code == REFUSED):
             stats["refused_applying"] += 1  # nothing applied (:mod:`.checked_give_backs`)
-            if giver is not None:
-                refused_unknown[op.session].update(op.args[1])
         elif op.code in _GIVE_BACKS and giver is not None:
             raise Violation(f"{giver.cid}: give-back (seq {op.seq}) of popped elements applied "
                             f"at index {op.index} returning {op.result!r:.80}")
@@ -111,9 +106,6 @@ def check_give_backs(history: History, clients: Sequence[Client],
                 stats["refused"] += len(values)
             else:
                 stats["refused_unknown_applied"] += 1
-        # kept too: elements otherwise unaccounted that a give-back refused as it applied
-        # named (its answer lost or its attempt failed: the client logs them lost)
-        kept.update((taken[session] - kept - returned[session]) & refused_unknown[session])
         accounted = kept + returned[session]
         if accounted != taken[session]:
             raise Violation(f"{giver.cid}: its pops took {_shown(taken[session] - accounted)} "

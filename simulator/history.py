@@ -81,9 +81,6 @@ class History:
     #: Per index holding checked give-backs (a consume-only client's): their answers at
     #: the first application, which every later one must give.
     checked: dict[int, list[Any]] = field(default_factory=dict)
-    #: The index where checking began (``POPPED_CHECKING`` or a checked give-back before
-    #: it: it empties the records), once applied.
-    checking_from: int | None = None
 
     def record(self, node: str, index: int, payload: bytes, stamp: int,
                results: Any, ran: tuple[tuple[int, int], ...] = (),
@@ -218,12 +215,10 @@ class RecordingStateMachine(StateMachine):
         self._inner_ran = False
 
     def apply(self, payload: bytes, stamp: int) -> Any:
-        before, checking = self.now, self.popped.checking
+        before = self.now
         self._ran = []
         self._refused = []
         result = super().apply(payload, stamp)
-        if self.popped.checking and not checking and self.history.checking_from is None:
-            self.history.checking_from = self.index_source()
         if self.now < before:
             self.history.fail(f"node {self.node}: replicated time went back from {before}")
         self.history.record(self.node, self.index_source(), payload, stamp, result,

@@ -257,10 +257,6 @@ class SessionGiver(SessionClient):
                 or not node.view.client_op_applied(self.session, self.held_pop)):
             return  # it has not applied the pop yet, or no longer holds the session
         pop = self.sim.history.results.get((self.session, self.held_pop))
-        start = self.sim.history.checking_from
-        if pop is not None and start is not None and pop.index < start <= (
-                node.replica.engine.last_applied):
-            return  # checking began since and emptied the records (.checked_give_backs)
         first = node.replica.journal.first_index
         self.refused_holding.append(
             f"give-back (seq {seq}) refused by {n} (incarnation {node.incarnation}), which "
@@ -274,8 +270,7 @@ class SessionGiver(SessionClient):
                 and self.rng.random() < ANSWER_LOST):
             obs.outcome = UNKNOWN  # applied; the link ended before its answer came
         elif obs.outcome == OK and isinstance(obs.result, OpError) and obs.result.code == REFUSED:
-            # refused as it applied: the other of a give-back sent twice applied first, or
-            # checking began since the pop and emptied the records
+            # refused as it applied: the other of a give-back sent twice applied first
             if obs.seq in self.twice:
                 self.twice_refused[obs.seq] = list(obs.args[1])
             else:
