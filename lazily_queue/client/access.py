@@ -75,7 +75,8 @@ DECLARE = frozenset({ops.QUEUE_DECLARE, ops.WORK_DECLARE, ops.TOPIC_DECLARE,
                      ops.WORK_DECLARE_OPTIONS})
 #: Cluster ops a client may propose (with no name).
 CLUSTER = frozenset({ops.BARRIER, ops.SESSION_END})
-#: Ops only the leader's maintenance proposes: refused to every client, admin included.
+#: Ops only a leader proposes (its maintenance, or as it starts leading): refused to every
+#: client, admin included.
 MAINTENANCE = frozenset({ops.QUEUE_PROMOTE, ops.WORK_PROMOTE, ops.POPPED_CHECKING})
 PERMISSIONS = ("produce", "consume", "admin")
 #: The ``refusal`` code of reading (mirroring) an object.
