@@ -15,13 +15,16 @@ arrays and maps: a frame on the thread holds at most one array or map per
 empty arrays held the loop for 0.14 s of CPU. One thread
 decodes one frame at a time, so the values being built take no more memory than when
 the loop decoded them, and each link's frames are still handled in order (its task
-waits for its frame).
+waits for its frame). The frames waiting for the thread go by client in turn, so one
+client's many links keep another's frame waiting for at most one frame of each client
+with frames waiting (and the one being decoded), not for all of theirs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -75,6 +78,10 @@ def containers_over(data: bytes, most: int) -> bool:
     return False
 
 
+#: A frame waiting for the thread: its decoding and the future its link awaits.
+_Waiting = tuple[Callable[[], list[Any]], "asyncio.Future[list[Any]]"]
+
+
 def request_limit(max_message_bytes: int) -> int:
     """The largest frame of requests a member reads (a batch of them, or one op of the
     largest command it accepts) when messages are at most ``max_message_bytes``."""
@@ -83,7 +90,8 @@ def request_limit(max_message_bytes: int) -> int:
 
 class FrameDecoder:
     """Decodes request frames of at most ``max_bytes``, ``max_tags`` tagged values
-    (:func:`.protocol.decode`) and, on the thread, ``max_containers`` arrays and maps."""
+    (:func:`.protocol.decode`) and, on the thread, ``max_containers`` arrays and maps;
+    the large ones on its thread by client in turn."""
 
     def __init__(self, max_bytes: int, name: str) -> None:
         self.max_bytes = max_bytes
@@ -91,20 +99,60 @@ class FrameDecoder:
         self.max_containers = max_bytes // NESTED_BYTES
         self._name = name
         self._thread: ThreadPoolExecutor | None = None
+        #: Frames waiting for the thread, by client, the next one's first.
+        self._waiting: OrderedDict[str, deque[_Waiting]] = OrderedDict()
+        #: The decoding on the thread now.
+        self._running: asyncio.Future[list[Any]] | None = None
 
-    async def decode(self, data: bytes) -> list[Any] | P.RequestRefused:
-        """The frame, or why it is refused."""
+    async def decode(self, data: bytes, client: str = "") -> list[Any] | P.RequestRefused:
+        """The frame ``client`` sent, or why it is refused."""
         decode = functools.partial(P.decode, data, max_bytes=self.max_bytes,
                                    max_tags=self.max_tags)
         try:
             if len(data) < THREAD_BYTES:
                 return decode()
-            if self._thread is None:
-                self._thread = ThreadPoolExecutor(1, thread_name_prefix=self._name)
-            return await asyncio.get_running_loop().run_in_executor(
-                self._thread, self._decode_large, data, decode)
+            frame: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+            self._waiting.setdefault(client, deque()).append(
+                (functools.partial(self._decode_large, data, decode), frame))
+            if self._running is None:
+                self._next()
+            return await frame
         except P.RequestRefused as exc:
             return exc
+
+    def _next(self) -> None:
+        """Start decoding the frame of the client next in turn (a frame whose link went
+        away is passed by)."""
+        self._running = None
+        while self._waiting:
+            client, frames = next(iter(self._waiting.items()))
+            decode, frame = frames.popleft()
+            if frames:
+                self._waiting.move_to_end(client)
+            else:
+                del self._waiting[client]
+            if frame.done():
+                continue
+            if self._thread is None:
+                self._thread = ThreadPoolExecutor(1, thread_name_prefix=self._name)
+            running = self._running = asyncio.get_running_loop().run_in_executor(
+                self._thread, decode)
+            running.add_done_callback(functools.partial(self._decoded, frame))
+            return
+
+    def _decoded(self, frame: asyncio.Future[list[Any]],
+                 running: asyncio.Future[list[Any]]) -> None:
+        """``running`` ended: its outcome to ``frame``, then the next frame."""
+        error = None if running.cancelled() else running.exception()
+        if not frame.done():
+            if running.cancelled():
+                frame.cancel()
+            elif error is not None:
+                frame.set_exception(error)
+            else:
+                frame.set_result(running.result())
+        if running is self._running:  # else stopped meanwhile (:meth:`close`)
+            self._next()
 
     def _decode_large(self, data: bytes, decode: Callable[[], list[Any]]) -> list[Any]:
         """On the thread: refuse a frame over :attr:`max_containers`, else decode it."""
@@ -115,7 +163,12 @@ class FrameDecoder:
         return decode()
 
     def close(self) -> None:
-        """Stop the thread (a frame it decodes is dropped); a later frame starts another."""
-        thread, self._thread = self._thread, None
+        """Stop the thread (a frame it decodes, and those waiting, are dropped); a later
+        frame starts another."""
+        thread, self._thread, self._running = self._thread, None, None
+        waiting, self._waiting = self._waiting, OrderedDict()
+        for frames in waiting.values():
+            for _, frame in frames:
+                frame.cancel()
         if thread is not None:
             thread.shutdown(wait=False, cancel_futures=True)

@@ -204,7 +204,8 @@ class ClientServer:
                 conn.frames_read += 1
                 conn.heard = loop.time()
                 conn.framed = stream.channel.received_bytes
-                for k, request in enumerate(self._requests(conn, await self.decoder.decode(data))):
+                frame = await self.decoder.decode(data, grant.name)  # by client in turn
+                for k, request in enumerate(self._requests(conn, frame)):
                     if k and not k % YIELD_EVERY:
                         await asyncio.sleep(0)  # heartbeats and other links go first
                     if request[1] == P.WATCH and conn.outbox.oversized:

@@ -7,6 +7,7 @@ the loop for a fifth of a second even on the decoding thread."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from decimal import Decimal
@@ -163,3 +164,41 @@ def test_counting_containers_agrees_with_the_decoded_value() -> None:
             assert containers_over(data, most) == (n > most), (v, most)
             walked += heads > most
     assert walked > 1000  # the walk ran, not only the count of head bytes
+
+
+async def test_a_clients_large_frame_waits_for_one_frame_of_each_other_client_not_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One client's links flooding the decoding thread with large frames (a fifth of a
+    second each) kept another client's large frame waiting for all of them, past its
+    timeout; the waiting frames go by client in turn."""
+    order: list[bytes] = []
+    release = threading.Event()
+
+    def decode(data: bytes, **limits: Any) -> list[Any]:
+        release.wait(10)
+        order.append(data[:1])
+        if data[:1] == b"x":
+            raise P.RequestRefused("unreadable frame: crafted")
+        return [0, P.PING, data[:1]]
+
+    monkeypatch.setattr(P, "decode", decode)
+    decoder = FrameDecoder(request_limit(DEFAULT_MAX_MESSAGE_BYTES), "turns")
+    try:
+        def frame(kind: bytes, client: str) -> asyncio.Task[Any]:
+            return asyncio.ensure_future(decoder.decode(kind * THREAD_BYTES, client))
+
+        running = frame(b"a", "flood")
+        await asyncio.sleep(0.05)  # on the thread, held there
+        floods = [frame(b"a", "flood") for _ in range(8)]
+        gone = frame(b"c", "other")  # its link closed while it waited
+        honest = frame(b"b", "honest")
+        refused = frame(b"x", "honest")
+        await asyncio.sleep(0)
+        gone.cancel()
+        release.set()
+        got = await asyncio.gather(running, *floods, honest, refused)
+    finally:
+        decoder.close()
+    assert order.index(b"b") <= 2, order
+    assert b"c" not in order and len(order) == 11, order
+    assert got[-2] == [0, P.PING, b"b"] and isinstance(got[-1], P.RequestRefused)
