@@ -23,8 +23,9 @@ holding it: it is part of the snapshot (:mod:`.session_popped_snapshot`) and its
 give up pops in an order that only depends on it (a session's last
 :data:`SESSION_ELEMENTS` popped elements; past :data:`ELEMENTS` elements or
 :data:`BYTES` of results over all sessions, as the sessions' kept results count them,
-the sessions holding the most bytes give up their oldest pops first, ties in the order
-the sessions first popped). Sessions expire by the entries' time and end by ops of the
+the sessions of the clients holding the largest share of either bound in all their
+sessions give up their oldest pops first, a client's sessions holding the most bytes
+first). Sessions expire by the entries' time and end by ops of the
 log; a pop answered from its session as a retry notes nothing anywhere. A replica that
 restored a snapshot of an earlier version holds nothing of the pops before it, while
 one that applied them does. Hence the record is *checking*
@@ -54,6 +55,7 @@ from ..core import ids
 from ..errors import shown
 from ..raft.values import tagged
 from . import ops
+from .client_sessions import owner_of
 from .family import Family
 from .ops import OpError
 from .results import result_size
@@ -299,10 +301,24 @@ class SessionPopped:
         self._gone(record, pop)
 
     def _shed(self) -> None:
-        """Give up the oldest pops of the sessions holding the most bytes, until all hold
-        three quarters of each bound."""
+        """Give up the oldest pops of the sessions of the clients holding the largest
+        share of either bound in all their sessions (each client's sessions holding the
+        most bytes first), until all hold three quarters of each bound: a client's many
+        sessions of small pops never push out another's one session of large ones."""
         count, size = ELEMENTS * 3 // 4, BYTES * 3 // 4
-        for sid in sorted(self.by_session, key=lambda s: -self.by_session[s].bytes):
+        held: dict[int, list[int]] = {}
+        for sid, record in self.by_session.items():
+            owner = held.setdefault(owner_of(sid), [0, 0])
+            owner[0] += record.count
+            owner[1] += record.bytes
+
+        def turn(sid: int) -> tuple[int, int, int]:
+            owner = owner_of(sid)
+            popped, popped_bytes = held[owner]  # shares compared as ratios to the bounds
+            return (-max(popped * BYTES, popped_bytes * ELEMENTS), owner,
+                    -self.by_session[sid].bytes)
+
+        for sid in sorted(self.by_session, key=turn):
             record = self.by_session[sid]
             while record.pops and (self.count > count or self.bytes > size):
                 self._give_up(record)

@@ -10,6 +10,7 @@ import pytest
 
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops, session_popped
+from lazily_queue.replicated.client_sessions import OWNER_SHIFT, owner_tag
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE, StateMachine
 
 CLIENT = CLIENT_SESSION_BASE + 77
@@ -122,3 +123,27 @@ def test_a_pop_handing_out_one_element_twice_notes_it_once() -> None:
                               [[0, 1, 1_000]]))
         assert back[0] is None and isinstance(back[1], ops.OpError), back
         assert _held(replica) == [("q", 1)] and replica.popped.count == 1
+
+
+def test_past_the_bound_a_clients_many_small_sessions_give_up_before_anothers_large_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One client popping many small elements under many sessions went past the elements
+    bound, and the session holding the most bytes gave up its pops first: another
+    client's session, its prefetch then refused as a give-back (lost). The clients
+    holding the largest share of a bound in all their sessions give up theirs first."""
+    monkeypatch.setattr(session_popped, "SESSION_ELEMENTS", 4)
+    monkeypatch.setattr(session_popped, "ELEMENTS", 8)
+
+    def session(client: str, n: int) -> int:
+        return CLIENT_SESSION_BASE + (owner_tag(client) << OWNER_SHIFT) + 1 + n
+
+    sm = StateMachine()
+    _queue(sm, "v" * 1000, "v" * 1000, *range(9))
+    honest = session("honest", 0)
+    _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 2, session=honest))
+    flood = [session("flood", n) for n in range(3)]
+    for sid in flood:
+        _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 3, session=sid))
+    assert sm.popped.count <= 6
+    assert _held(sm, honest) == [("q", 0), ("q", 1)]
+    assert sum(len(_held(sm, sid)) for sid in flood) == sm.popped.count - 2
