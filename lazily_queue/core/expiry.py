@@ -213,17 +213,14 @@ class Expiry:
         at = _run_looked_up(own, first, stop, now)
         return at if at < stop or at == end else _run_in_order(own, at, end, now)
 
-    def own_between(self, first: int, end: int) -> bool | None:
-        """Whether an element of ``first..end - 1`` has a deadline of its own (in
-        :attr:`deadlines`), found without a step per id, or ``None`` when that would
-        take one (the ids not ascending)."""
+    def first_own(self, first: int, end: int) -> int:
+        """The first id of ``first..end - 1`` with a deadline of its own (in
+        :attr:`deadlines`), or ``end``: a lookup of each id up to it, never a step per
+        deadline of an id below ``first`` (a queue's delayed elements)."""
         own = self.deadlines
         if not own:
-            return False
-        if not self._ascending:
-            return None
-        found = next(islice(own, _below(own, first), None), None)
-        return found is not None and found < end
+            return end
+        return next(filter(own.__contains__, range(first, end)), end)
 
     def expired_run(self, first: int, end: int, now: int) -> int:
         """How many of the elements ``first..end - 1`` :attr:`retained` holds (the lowest

@@ -69,13 +69,12 @@ def _expired_run_at_head(fifo: Fifo[Any], expiry: Expiry, now: int,
 
 def _expired_in_run(expiry: Expiry, first: int, count: int, stamp: int, now: int) -> int:
     """How many of the ids ``first..first + count - 1``, all stamped ``stamp``, expired at
-    ``now`` in a row from ``first``, found without a step per id: all or none by the
-    default ttl (none of them with a ttl of its own), or those expired by their own ttls
-    while the default spares them; none when it would take a step per id (own ttls
-    under an expired default: they may end later)."""
+    ``now`` in a row from ``first``, found in as many steps as that answer at most: those
+    before the first with a ttl of its own by the default ttl (that one may end later),
+    or those expired by their own ttls while the default spares them."""
     default = expiry.default_ms
     if default is not None and now >= stamp + default:
-        return count if expiry.own_between(first, first + count) is False else 0
+        return expiry.first_own(first, first + count) - first
     return expiry.own_run(first, first + count, now) - first
 
 

@@ -381,7 +381,7 @@ MUTATIONS = [
         "a claim that removed its limit of expired items never leases the next"),
     Mutation(
         "expire-run-of-live-elements", "lazily_queue/core/expiry_take.py",
-        "        return count if expiry.own_between(first, first + count) is False else 0\n",
+        "        return expiry.first_own(first, first + count) - first\n",
         "        return count\n",
         ("tests/core/test_expiry_runs.py", "tests/core/test_work_expiry_runs.py"),
         "a run of expired elements leaving at once is the run one by one would remove"),

@@ -6,6 +6,7 @@ election timeout)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -130,3 +131,30 @@ def test_the_leaders_maintenance_sweeps_again_at_once_while_a_sweep_was_cut_shor
     assert calls == [[ops.EXPIRE, "q", "queue", EXPIRE_LIMIT]] * 3
     assert sm.queues["q"].elements() == ["a", "b", "c"]
     assert sm.expiry[("queue", "q")].expired == 2 * EXPIRE_LIMIT + 10
+
+
+class _CountedDeadlines(dict[int, int]):
+    """Per-message deadlines counting the ids read in order (``islice`` over them)."""
+
+    read = 0
+
+    def __iter__(self) -> Iterator[int]:
+        for key in dict.__iter__(self):
+            _CountedDeadlines.read += 1
+            yield key
+
+
+def test_a_sweep_takes_no_step_per_delayed_element_below_the_head_for_each_it_removes(
+        ) -> None:
+    """Delayed elements with ttls of their own, pushed between elements the default ttl
+    expires, made each of those cost a read of every delayed one's deadline below it:
+    one sweep of 10,000 took 8.8 s with 50,000 delayed, on every member."""
+    sm = StateMachine()
+    _apply(sm, [ops.QUEUE_DECLARE, "q", None], [ops.EXPIRY_RULES, "q", "queue", 1_000, None])
+    delayed = [ops.QUEUE_PUSH_OPTIONS, "q", {"ttl_ms": 10**9, "delay_ms": 10**8}, "later"]
+    _apply(sm, *[delayed if i % 2 else [ops.QUEUE_PUSH, "q", i] for i in range(4_000)])
+    expiry = sm.expiry[("queue", "q")]
+    expiry.deadlines = _CountedDeadlines(expiry.deadlines)
+    assert _apply(sm, [ops.EXPIRE, "q", "queue", EXPIRE_LIMIT], stamp=5_000) == [2_000]
+    assert sm.queues["q"].len() == 0 and len(expiry.deadlines) == 2_000
+    assert _CountedDeadlines.read < 4_000, _CountedDeadlines.read
