@@ -48,6 +48,7 @@ def queue_delete(sm: StateMachine, args: list[Any]) -> Any:
     sm.emit(QueueChanged(name, RESET, q.len()))
     sm.emit(Deleted("queue", name))
     expiry.forget(sm, "queue", name)
+    sm.popped.deleted(name)
     return q.len()
 
 

@@ -11,7 +11,7 @@ client that fails over to another member gives back there what its session poppe
   session's kept results, nothing encoded or copied;
 - give-backs applied (``QUEUE_UNPOP_STAMPED`` / ``QUEUE_UNPOP_HEADERS`` and their
   checked forms) take what they gave back off, so it is not given back twice;
-- a session dropped or ended takes its record with it.
+- a session dropped or ended takes its record with it, and a queue deleted its pops.
 
 Such a client's give-back is proposed checked (``ops.CHECKED_GIVE_BACKS``): it applies
 only when the record holds every element it names, once, as popped in its session and
@@ -292,7 +292,10 @@ class SessionPopped:
 
     def _give_up(self, record: SessionRecord) -> None:
         """Forget ``record``'s oldest pop."""
-        _, pop = next(iter(record.pops.items()))
+        self._forget(record, next(iter(record.pops.values())))
+
+    def _forget(self, record: SessionRecord, pop: Pop) -> None:
+        """Forget ``pop`` of ``record``."""
         for i in pop.left:
             del record.index[(pop.name, i)]
         record.count -= len(pop.left)
@@ -354,6 +357,16 @@ class SessionPopped:
         """Hold all sessions' records within the bounds (after :meth:`restored`)."""
         if self.count > ELEMENTS or self.bytes > BYTES:
             self._shed()
+
+    def deleted(self, name: str) -> None:
+        """Queue ``name`` was deleted: what the sessions popped from it can no longer be
+        given back (a queue declared again under its name hands out its ids again)."""
+        for sid, record in list(self.by_session.items()):
+            gone = [pop for pop in record.pops.values() if pop.name == name]
+            for pop in gone:
+                self._forget(record, pop)
+            if gone and not record.pops:
+                del self.by_session[sid]
 
     def dropped(self, sid: int) -> None:
         """Client session ``sid`` was dropped or ended."""

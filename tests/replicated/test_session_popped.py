@@ -147,3 +147,21 @@ def test_past_the_bound_a_clients_many_small_sessions_give_up_before_anothers_la
     assert sm.popped.count <= 6
     assert _held(sm, honest) == [("q", 0), ("q", 1)]
     assert sum(len(_held(sm, sid)) for sid in flood) == sm.popped.count - 2
+
+
+def test_a_queue_deleted_takes_what_the_sessions_popped_from_it_off_their_records() -> None:
+    """A queue declared again under a deleted one's name hands out its ids again: a
+    session's element popped from the deleted one, given back, went into the new queue
+    beside the new element of its id."""
+    sm = StateMachine()
+    _apply(sm, [ops.POPPED_CHECKING])
+    _queue(sm, "old", "kept")
+    [[values, runs]] = _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 1))
+    _apply(sm, [ops.QUEUE_DECLARE, "other", None], [ops.QUEUE_PUSH, "other", "o"])
+    _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "other", 1, session=OTHER))
+    _apply(sm, [ops.QUEUE_DELETE, "q"])
+    assert _held(sm) == [] and _held(sm, OTHER) == [("other", 0)] and sm.popped.count == 1
+    _queue(sm, "new")
+    [refused] = _apply(sm, _client(2, ops.QUEUE_UNPOP_STAMPED_CHECKED, "q", values, runs))
+    assert refused.code == session_popped.REFUSED
+    assert sm.queues["q"].elements() == ["new"]
