@@ -281,6 +281,21 @@ def decode(data: bytes, *, max_bytes: int, max_tags: int | None = None) -> list[
     return frame
 
 
+def request_id(data: bytes) -> int:
+    """The id the frame ``data`` (``[id, kind, ...]``) starts with, read from its first
+    bytes alone, so that a frame refused unread still answers its request (0: the frame
+    does not start so, or is a batch)."""
+    if len(data) < 2 or not 0x82 <= data[0] <= 0x9B:  # an array of 2+ items (or long)
+        return 0
+    at = 1 if data[0] <= 0x97 else 1 + (1 << (data[0] - 0x98))
+    if at >= len(data) or data[at] > 0x1B:  # not an unsigned int
+        return 0
+    if data[at] < 24:
+        return data[at]
+    width = 1 << (data[at] - 24)
+    return int.from_bytes(data[at + 1:at + 1 + width]) if len(data) > at + width else 0
+
+
 def uint(n: int) -> bytes:
     """``cbor2.dumps(n)`` for an int, without the call for a 64-bit one."""
     if n < 0 and n >= -18446744073709551616:

@@ -205,7 +205,7 @@ class ClientServer:
                 conn.heard = loop.time()
                 conn.framed = stream.channel.received_bytes
                 frame = await self.decoder.decode(data, grant.name)  # by client in turn
-                for k, request in enumerate(self._requests(conn, frame)):
+                for k, request in enumerate(self._requests(conn, frame, data)):
                     if k and not k % YIELD_EVERY:
                         await asyncio.sleep(0)  # heartbeats and other links go first
                     if request[1] == P.WATCH and conn.outbox.oversized:
@@ -257,11 +257,13 @@ class ClientServer:
         self.refused += 1
         conn.send([rid, P.ERROR, P.error_payload(error)])
 
-    def _requests(self, conn: ClientConnection,
-                  frame: list[Any] | P.RequestRefused) -> list[list[Any]]:
-        """The requests of one frame (one, or a batch); refuses an unreadable frame."""
+    def _requests(self, conn: ClientConnection, frame: list[Any] | P.RequestRefused,
+                  data: bytes) -> list[list[Any]]:
+        """The requests of one frame (one, or a batch); refuses an unreadable frame
+        (``data``), answering the request it starts with when its first bytes name one."""
         if isinstance(frame, P.RequestRefused):
-            self._refuse(conn, 0, "refused", f"{frame}; nothing in it was applied")
+            self._refuse(conn, P.request_id(data), "refused",
+                         f"{frame}; nothing in it was applied")
             return []
         if frame[0] != 0 or frame[1] != P.BATCH:
             return [frame]

@@ -16,6 +16,7 @@ from typing import Any
 import cbor2
 import pytest
 
+from lazily_queue import RequestRefused, connect
 from lazily_queue.client import protocol as P
 from lazily_queue.client.frame_decoding import (
     NESTED_BYTES,
@@ -30,7 +31,7 @@ from lazily_queue.client.op_shapes import TAKE_CONTAINERS
 from lazily_queue.raft.batch import DEFAULT_MAX_MESSAGE_BYTES, MAX_MESSAGE_BYTES_LIMIT
 from lazily_queue.raft.values import CONTAINER_BYTES
 from lazily_queue.replicated import ops
-from tests.client.one_member import answers, linked, one_member
+from tests.client.one_member import TOKEN, answers, linked, one_member
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -52,7 +53,8 @@ async def test_a_large_frame_is_decoded_off_the_loop_and_answered_in_order(
         await stream.send(cbor2.dumps([4, P.OP, 1, 1, ops.QUEUE_DECLARE, ["q", None], 5000]))
         await stream.send(large[:-100])  # unreadable: refused as one frame
         got = await answers(stream, 3)
-        assert [a[:2] for a in got] == [[3, P.OK], [4, P.OK], [0, P.ERROR]], got
+        # refused unread, yet answered as the request its first bytes name
+        assert [a[:2] for a in got] == [[3, P.OK], [4, P.OK], [3, P.ERROR]], got
         assert "unreadable frame" in got[2][2][1]
     assert [(size >= THREAD_BYTES, main) for size, main in threads[-3:]] == [
         (True, False), (False, True), (True, False)]
@@ -82,8 +84,8 @@ async def test_a_frame_past_the_tag_budget_is_refused_naming_the_tag_and_the_lim
         await stream.send(cbor2.dumps([5, P.PING, [{"a"}] * (most // 2), [epoch] * most]))
         got = await answers(stream, 3)
         assert got[0] == [3, P.OK, None]
-        for answer in got[1:]:
-            assert answer[:2] == [0, P.ERROR], answer
+        for rid, answer in zip((4, 5), got[1:], strict=True):
+            assert answer[:2] == [rid, P.ERROR], answer
         assert got[1][2][1].startswith(
             f"unreadable frame: more than {most:,} tagged values (tag 1 (epoch datetime) is "
             "one too many)"), got[1]
@@ -120,8 +122,8 @@ async def test_a_frame_past_the_container_budget_is_refused_naming_the_limit() -
         await stream.send(cbor2.dumps([6, P.PING, [chain] * (most // 51 + 1)]))
         got = await answers(stream, 4)
         assert got[0] == [3, P.OK, None]
-        for answer in got[1:]:
-            assert answer[:2] == [0, P.ERROR], answer
+        for rid, answer in zip((4, 5, 6), got[1:], strict=True):
+            assert answer[:2] == [rid, P.ERROR], answer
             assert answer[2][1].startswith(
                 f"unreadable frame: more than {most:,} arrays and maps (one per "
                 f"{NESTED_BYTES} bytes of the {node.clients.decoder.max_bytes}-byte request "
@@ -202,3 +204,35 @@ async def test_a_clients_large_frame_waits_for_one_frame_of_each_other_client_no
     assert order.index(b"b") <= 2, order
     assert b"c" not in order and len(order) == 11, order
     assert got[-2] == [0, P.PING, b"b"] and isinstance(got[-1], P.RequestRefused)
+
+
+async def test_a_clients_op_past_the_container_budget_fails_at_once_not_at_its_timeout(
+        ) -> None:
+    """The member refuses the frame unread, but answers the request its first bytes name,
+    so the op fails with the cause (nothing applied) rather than waiting out its timeout,
+    and the client goes on."""
+    async with one_member() as node:
+        assert node.clients is not None and node.listen is not None
+        most = node.clients.decoder.max_containers
+        async with connect([node.listen], ("web", TOKEN), op_timeout=30) as client:
+            jobs = client.queue("jobs")
+            started = asyncio.get_running_loop().time()
+            with pytest.raises(RequestRefused, match="arrays and maps") as info:
+                await jobs.push([[]] * (most + 1))
+            assert asyncio.get_running_loop().time() - started < 10
+            assert "nothing in it was applied" in str(info.value)
+            await jobs.push("after")
+            assert node.queue("jobs").len() == 1
+
+
+@pytest.mark.parametrize(("data", "rid"), [
+    (cbor2.dumps([3, P.OP, "x"]), 3),
+    (cbor2.dumps([300, P.PING]), 300),
+    (cbor2.dumps([2**40, P.PING]), 2**40),
+    (cbor2.dumps([7, P.OP, *range(30)]), 7),  # an array with a one-byte length
+    (cbor2.dumps([0, P.BATCH, [[1, P.PING]]]), 0),  # a batch: no one request
+    (cbor2.dumps([5]), 0), (cbor2.dumps([-1, 2]), 0), (cbor2.dumps(["a", 1]), 0),
+    (cbor2.dumps({"a": 1}), 0), (b"", 0), (b"\x82", 0), (b"\x82\x19\x01", 0),
+])
+def test_a_frames_request_id_is_read_from_its_first_bytes(data: bytes, rid: int) -> None:
+    assert P.request_id(data) == rid
