@@ -52,6 +52,7 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import QueueMirror
 from .nats_backend import MAX_INT, MAX_MESSAGES, MAX_MESSAGES_EXCEEDED, check_within
+from .nats_limits import silent_deletions
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 
@@ -119,6 +120,9 @@ class NatsQueueStorage(QueueMirror[T]):
                 raise IncompatibleBrokerObject(
                     f"nats at {b.address}: stream {self.stream} exists with "
                     f"{'; '.join(problems)}; use another name or delete the stream")
+            deleting = silent_deletions(config, self.stream, "this queue")
+            if deleting is not None:
+                raise IncompatibleBrokerObject(f"nats at {b.address}: {deleting}")
             try:
                 consumer = await b.js.consumer_info(self.stream, CONSUMER)
             except jserr.NotFoundError:
@@ -135,6 +139,9 @@ class NatsQueueStorage(QueueMirror[T]):
                 await b.subscribe(self.subject, self._changed)
                 await b.subscribe(self.notices, self._changed)
                 await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)
+                # A limit set later is checked again before the next operation.
+                await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.UPDATED.{self.stream}",
+                                  self._declared.forget)
 
     async def _read(self) -> None:
         self._reading()

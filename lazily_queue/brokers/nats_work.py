@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import nats.js.errors as jserr
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DiscardPolicy, RetentionPolicy, StorageType
+from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType
 
 from ..core.work import (
     DeadLetter,
@@ -64,6 +64,7 @@ from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror
 from .nats_backend import MAX_INT, MAX_SECONDS, check_within
 from .nats_leases import Leases
+from .nats_limits import silent_deletions
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 
@@ -72,9 +73,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CONSUMER = "lq"
-#: A stream's limits that, with ``discard: old``, delete its oldest messages to make room
-#: (refused on a work queue's stream; its dead letters' stream may age out as set).
-_LIMITS = ("max_msgs", "max_bytes", "max_age", "max_msgs_per_subject")
 
 
 @bounds_timeouts
@@ -130,16 +128,10 @@ class NatsWorkQueueStorage(WorkMirror):
                 f"nats at {b.address}: stream {name} exists with retention "
                 f"{info.config.retention} and subjects {info.config.subjects}; this work "
                 f"queue needs {retention} on [{subject}]")
-        limits = [f"{key} {value}" for key in _LIMITS
-                  if (value := getattr(info.config, key, None)) not in (None, -1, 0)]
-        if limits and retention == RetentionPolicy.WORK_QUEUE and \
-                info.config.discard != DiscardPolicy.NEW:  # dead letters may age out
-            raise IncompatibleBrokerObject(
-                f"nats at {b.address}: stream {name} has {', '.join(limits)} and discards "
-                "its oldest messages past them, so the server would delete this work "
-                "queue's items silently; have it refuse new ones instead (`nats stream edit "
-                f"{name} --discard new`: a push then raises BrokerOutOfMemory) or remove "
-                "the limit")
+        deleting = (silent_deletions(info.config, name, "this work queue")
+                    if retention == RetentionPolicy.WORK_QUEUE else None)  # dead letters age
+        if deleting is not None:
+            raise IncompatibleBrokerObject(f"nats at {b.address}: {deleting}")
 
     async def _declare(self) -> None:
         b = self._backend

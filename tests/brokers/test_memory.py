@@ -283,3 +283,50 @@ async def test_a_redis_user_that_may_not_read_the_config_connects_with_one_warni
         await admin.aclose()
     warned = [r.getMessage() for r in caplog.records if "maxmemory-policy" in r.getMessage()]
     assert len(warned) == 1 and "never evicts keys" in warned[0]
+
+
+async def test_an_open_queue_whose_stream_is_set_to_delete_its_elements_refuses_its_next_push(
+    nats_server: BrokerServer,
+) -> None:
+    """An operator's limit with ``discard: old``, or an age limit, on the stream of a queue
+    a process has open: the server would delete its elements silently. Once the server
+    announces the change the stream is checked again, as where the queue is opened, and
+    the queue refuses its next operation; a work queue's stream with an age limit is
+    refused too, whatever its discard policy."""
+    import nats
+    from nats.js.api import DiscardPolicy
+
+    async with connect(nats_server.url) as client:
+        orders = client.queue(fresh("qlimit"))
+        await orders.push("first")
+        stream = orders.storage.stream  # type: ignore[attr-defined]
+        nc = await nats.connect(nats_server.url)
+        js = nc.jetstream()
+        config = (await js.stream_info(stream)).config
+        config.max_bytes, config.discard = 20_000, DiscardPolicy.OLD
+        await js.update_stream(config)
+        await asyncio.sleep(0.5)  # the server's announcement reaches the client
+        with pytest.raises(IncompatibleBrokerObject,
+                           match=rf"stream {stream} has max_bytes 20000 .*--discard new"):
+            await orders.push("second")
+        config.discard, config.max_age = DiscardPolicy.NEW, 3600
+        await js.update_stream(config)
+        await asyncio.sleep(0.5)
+        with pytest.raises(IncompatibleBrokerObject,
+                           match=rf"stream {stream} has max_age 3600s, .*remove the limit"):
+            await orders.pop()
+        config.max_age = 0
+        await js.update_stream(config)
+        await asyncio.sleep(0.5)
+        await orders.push("second")
+        assert await orders.pop() == "first"
+        jobs = client.work_queue(fresh("wage"))
+        await jobs.push("job")
+        work = jobs.storage.stream  # type: ignore[attr-defined]
+        config = (await js.stream_info(work)).config
+        config.max_age, config.discard = 3600, DiscardPolicy.NEW
+        await js.update_stream(config)
+        await nc.close()
+        await asyncio.sleep(0.5)
+        with pytest.raises(IncompatibleBrokerObject, match=rf"stream {work} has max_age 3600s"):
+            await jobs.claim("w", timeout=5)
