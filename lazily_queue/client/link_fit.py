@@ -1,6 +1,6 @@
 """Whether a link's member takes an op before it is sent: a mixin of
 :class:`~.session.Session` for the ops that depend on the member's hello (a consumer
-group's declaration, a request over the smallest frame limit)."""
+group's declaration, a request over the smallest frame limit, a take or claim)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,18 @@ class LinkFit:
             f"joining a consumer group: member {link.member} serves no consumer groups "
             "to clients (it runs an older lazily-queue); upgrade the members, or open "
             f"the group on a member; {outcome}"))
+        return False
+
+    def _sizable(self, link: Link, op: _Op) -> bool:
+        """Whether the take or claim ``op`` (``take_bytes.SIZED_TAKES``) goes on ``link``
+        now: only its member's hello says whether it takes the sized form
+        (:mod:`.take_room`), so until it is answered the op waits
+        (:meth:`~.session.Session.greeted`). Sent in the plain form to a member taking
+        the sized one, it would not be held to its session's room and could give up the
+        kept results of the session's takes still unanswered."""
+        if link.greeted:
+            return True
+        self._ungreeted.append(op)
         return False
 
     def _fits(self, link: Link, op: _Op) -> bool:

@@ -26,6 +26,7 @@ from ..raft.proposals import commit_deadline
 from ..replicated import ops
 from ..replicated.client_sessions import owner_tag
 from ..replicated.state_machine import CLIENT_WINDOW
+from ..replicated.take_bytes import SIZED_TAKES
 from ..storage.runs import together
 from . import protocol as P
 from .answers import Answers
@@ -136,7 +137,7 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         """``link``'s member answered the hello: the ops waiting for its features go."""
         waiting, self._ungreeted = self._ungreeted, []
         for op in waiting:
-            if not op.done:
+            if not op.done and op.rid == 0:  # not sent since (nor listed twice)
                 self._send(link, op)
         if not self.id and self._ops:
             self._register(link)
@@ -274,6 +275,8 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
             self._register(link)
             return
         if op.code == ops.GROUP_DECLARE and not self._serves_groups(link, op):
+            return
+        if op.code in SIZED_TAKES and not self._sizable(link, op):
             return
         if len(op.args) + P.OP_FRAME_OVERHEAD > P.MIN_REQUEST_BYTES and not self._fits(link, op):
             return

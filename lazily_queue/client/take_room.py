@@ -3,12 +3,13 @@
 To a member announcing :data:`~.protocol.TAKE_ROOM_FEATURE` every op goes in the sized
 form (its floor negated): the cluster holds a take or claim (``pop_many``,
 ``claim_many``, an iterator's prefetch) to the room its session's kept results leave, so
-it never gives up the result of an earlier take still unanswered. One for which that
-room holds not even one element took nothing and is answered ``no_room``
-(:mod:`..replicated.take_bytes`): it goes again, under the next sequence number, once
-it is the session's oldest unanswered op (so its floor lets go of every earlier
-result), never sooner: each resend waits for an answer to another op, or finds the room
-whole.
+it never gives up the result of an earlier take still unanswered (a take or claim goes
+only once its link's member answered the hello: :meth:`.link_fit.LinkFit._sizable`).
+One for which that room holds not even one element took nothing and is answered
+``no_room`` (:mod:`..replicated.take_bytes`): it goes again, under the next sequence
+number, once it is the session's oldest unanswered op (so its floor lets go of every
+earlier result), never sooner: each resend waits for an answer to another op, or finds
+the room whole.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ class RecordingLink:
     """Keeps each op's floor and answer callback instead of sending it."""
 
     features: frozenset[str] = frozenset()
+    #: The member answered the hello: :attr:`features` is known.
+    greeted = True
 
     def __init__(self) -> None:
         self.sent: dict[int, tuple[int, Callable[[Any], None]]] = {}

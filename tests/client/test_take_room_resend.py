@@ -1,6 +1,8 @@
 """A take answered ``no_room`` goes again, under a new sequence number, only once it is
 its session's oldest unanswered op, never sooner (no retry loop); through a member
-announcing ``client-take-room-v1`` every op goes in the sized form (its floor negated)."""
+announcing ``client-take-room-v1`` every op goes in the sized form (its floor negated),
+a take only once the member answered the hello (sent before in the plain form, it would
+not be held to its session's room)."""
 
 from __future__ import annotations
 
@@ -60,6 +62,27 @@ async def test_a_take_without_room_and_nothing_earlier_goes_again_at_once() -> N
     assert link.sent[2][0] == -2 and set(link.sent) == {1, 2}
     link.answer(2, [["a"], []])
     assert await take == [["a"], []]
+    session.close()
+
+
+async def test_a_take_waits_for_the_hello_to_go_in_the_sized_form() -> None:
+    link = SizedLink()
+    link.greeted = False  # a new link, say after a failover: its hello not yet answered
+    session = _session(link)
+    take = _take(session)
+    push = session.propose(ops.QUEUE_PUSH, ["q", "v"], timeout=30)[1]
+    assert set(link.sent) == {2}  # the push goes; the take waits for the member's features
+    session.relinked(link)
+    assert set(link.sent) == {2}
+    link.greeted = True
+    session.greeted(link)
+    assert link.sent[1][0] == -1  # the sized form
+    sends = link._rid
+    session.greeted(link)  # listed once more, or greeted again: never sent twice
+    assert link._rid == sends
+    link.answer(1, [["a"], []])
+    link.answer(2, None)
+    assert [await take, await push] == [[["a"], []], None]
     session.close()
 
 
