@@ -91,6 +91,9 @@ async def test_takes_in_flight_through_a_killed_member_pop_every_element_once(
                 await q.push(value)
             await client.barrier()
             seen = watcher.queue("q")
+            while seen.len() != len(VALUES):  # the watcher's mirror holds the queue
+                await watcher.barrier()
+                await asyncio.sleep(0.05)
             proxy.holding = True  # the takes apply; their answers are lost with the member
             takes = [asyncio.create_task(q.pop_many(256)) for _ in range(4)]
 
