@@ -328,6 +328,14 @@ class MirroredObject:
         """After an operation or a notification: refresh the mirror soon."""
         self._refresher.poke()
 
+    def redeclare(self) -> None:
+        """The object's settings on the broker may have changed (an operator's, announced
+        or made while this process was disconnected): check them again, as where the
+        object is opened, before its next operation and in a refresh now (which refuses
+        the object, waking every waiting call, while they do not fit)."""
+        self._declared.forget()
+        self._changed()
+
     async def declare(self) -> None:
         """Create or check the broker objects now (the first operation does it otherwise);
         raises :class:`~lazily_queue.brokers.errors.IncompatibleBrokerObject` when

@@ -30,7 +30,7 @@ import contextlib
 import itertools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,7 +50,7 @@ from .errors import (
     IncompatibleBrokerObject,
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
-from .nats_connection import hold_publishes, redacted, require_tls
+from .nats_connection import Outages, hold_publishes, redacted, require_tls, within
 from .nats_names import of_this_library, once_id, stream_description
 from .nats_reads import NatsReads
 from .nats_requests import PubAck, Replies
@@ -100,8 +100,11 @@ class NatsJetStreamStorage(NatsReads):
         poll_interval: float = DEFAULT_POLL_INTERVAL,
         view_limit: int = DEFAULT_VIEW_LIMIT,
         owns_connection: bool = False,
+        outages: Outages | None = None,
     ) -> None:
         self.nc = nc
+        #: Told when the connection drops and comes back (on one :meth:`connect` opened).
+        self.outages = outages or Outages()
         self.js: JetStreamContext = nc.jetstream(timeout=timeout)
         self.address = address
         self.timeout = timeout
@@ -140,16 +143,13 @@ class NatsJetStreamStorage(NatsReads):
         # connection reconnects for as long as it takes. Nothing is buffered while it
         # reconnects (pending_size 0: a publish then raises at once): a push, ack or
         # close that raised BrokerUnavailable must not be sent when the server is back.
-        reconnected = asyncio.Event()
-
-        async def reconnected_cb() -> None:
-            reconnected.set()
-
+        outages = Outages()
         kwargs: dict[str, Any] = {"servers": [url], "connect_timeout": 5, "no_echo": True,
                                   "allow_reconnect": False, "reconnect_time_wait": 0.25,
                                   "max_reconnect_attempts": 1,
                                   "pending_size": 0, "error_cb": error_cb,
-                                  "reconnected_cb": reconnected_cb}
+                                  "disconnected_cb": outages.disconnected_cb,
+                                  "reconnected_cb": outages.reconnected_cb}
         if user is not None:
             kwargs["user"], kwargs["password"] = user, password
         elif password is not None:
@@ -169,9 +169,9 @@ class NatsJetStreamStorage(NatsReads):
             raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
         nc.options["allow_reconnect"] = True
         nc.options["max_reconnect_attempts"] = -1
-        hold_publishes(nc, reconnected, options.get("timeout", 10.0))
+        hold_publishes(nc, outages.reconnected, options.get("timeout", 10.0))
         try:
-            self = cls(nc, address=address, owns_connection=True, **options)
+            self = cls(nc, address=address, owns_connection=True, outages=outages, **options)
             async with self.errors("checking JetStream"):
                 await self.js.account_info()
         except BaseException:
@@ -218,7 +218,7 @@ class NatsJetStreamStorage(NatsReads):
             # A broker that went away makes nats-py's drain and close raise; the
             # connection is gone either way. Neither may hold the caller past the timeout.
             for step in (self.nc.drain, self.nc.close):
-                if not await _within(step(), self.timeout):
+                if not await within(step(), self.timeout):
                     log.warning("nats %s: closing the connection took over %ss; left to "
                                 "finish in the background", self.address, self.timeout)
 
@@ -325,6 +325,13 @@ class NatsJetStreamStorage(NatsReads):
 
         self._subs.append(await self.nc.subscribe(subject, cb=handler))
 
+    async def watch_stream(self, stream: str, changed: Callable[[], None]) -> None:
+        """Call ``changed`` when the server announces a change to stream ``stream``'s
+        settings, and when the connection drops and again when it is back (a change made
+        meanwhile is announced to no one here)."""
+        await self.subscribe(f"$JS.EVENT.ADVISORY.STREAM.UPDATED.{stream}", changed)
+        self.outages.listeners.append(changed)
+
     def announce(self, subject: str) -> None:
         """Tell the other processes' mirrors that this one changed an object: a core
         message on ``subject`` now, then at most one more when
@@ -384,16 +391,3 @@ class NatsJetStreamStorage(NatsReads):
             return None
         return ack if ack.duplicate else None
 
-
-async def _within(step: Awaitable[Any], timeout: float) -> bool:
-    """Await ``step`` for up to ``timeout`` seconds, its exceptions ignored; ``False``
-    when it is still running then (it is cancelled, and not awaited further)."""
-    task = asyncio.ensure_future(step)
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        task.cancel()
-        task.add_done_callback(lambda t: t.cancelled() or t.exception())
-        return False
-    if not task.cancelled():
-        task.exception()
-    return True

@@ -1,12 +1,13 @@
 """What guards a NATS connection: addresses without credentials in messages, a
-``tls://`` server refused unless it requires TLS, and publishes held (not buffered)
-while the connection is re-established."""
+``tls://`` server refused unless it requires TLS, publishes held (not buffered) while
+the connection is re-established, and who is told when it drops and comes back."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -19,6 +20,27 @@ def redacted(url: str) -> str:
     parts = urlsplit(url)
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{parts.hostname or '?'}{port}"
+
+
+class Outages:
+    """A connection's ``disconnected_cb`` and ``reconnected_cb``: ``reconnected`` is set
+    once it is back (see :func:`hold_publishes`), and every listener is called when it
+    drops and again when it is back (what the server announced meanwhile was missed)."""
+
+    def __init__(self) -> None:
+        self.reconnected = asyncio.Event()
+        self.listeners: list[Callable[[], None]] = []
+
+    async def disconnected_cb(self) -> None:
+        self._tell()
+
+    async def reconnected_cb(self) -> None:
+        self.reconnected.set()
+        self._tell()
+
+    def _tell(self) -> None:
+        for listener in list(self.listeners):
+            listener()
 
 
 def hold_publishes(nc: NATS, reconnected: asyncio.Event, timeout: float) -> None:
@@ -70,3 +92,17 @@ async def require_tls(url: str, address: str) -> None:
             f"nats at {address} does not offer TLS, and the address asks for it: nothing "
             "was sent; enable TLS on the server (a tls {} block), or use nats:// on a "
             "network you trust")
+
+
+async def within(step: Awaitable[Any], timeout: float) -> bool:
+    """Await ``step`` for up to ``timeout`` seconds, its exceptions ignored; ``False``
+    when it is still running then (it is cancelled, and not awaited further)."""
+    task = asyncio.ensure_future(step)
+    done, _ = await asyncio.wait({task}, timeout=timeout)
+    if not done:
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return False
+    if not task.cancelled():
+        task.exception()
+    return True

@@ -2,7 +2,7 @@
 without a word: an age limit (``max_age``, whatever the discard policy), or a limit on
 its messages or bytes with ``discard: old`` (the server deletes the oldest messages to
 make room for a new one). Such a stream is refused where the object is opened, and
-again once the server announces a change to it."""
+again once the server announces a change to it or the connection to it comes back."""
 
 from __future__ import annotations
 

@@ -139,9 +139,8 @@ class NatsQueueStorage(QueueMirror[T]):
                 await b.subscribe(self.subject, self._changed)
                 await b.subscribe(self.notices, self._changed)
                 await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self._changed)
-                # A limit set later is checked again before the next operation.
-                await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.UPDATED.{self.stream}",
-                                  self._declared.forget)
+                # A limit set later (announced, or while disconnected) is checked again.
+                await b.watch_stream(self.stream, self.redeclare)
 
     async def _read(self) -> None:
         self._reading()

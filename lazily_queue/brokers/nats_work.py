@@ -147,6 +147,7 @@ class NatsWorkQueueStorage(WorkMirror):
             try:
                 have = (await b.js.consumer_info(self.stream, CONSUMER)).config
             except jserr.NotFoundError:
+                self._leases.clear()  # a new consumer holds none of this process's leases
                 have = (await b.js.add_consumer(self.stream, want)).config
             if (have.ack_policy, have.ack_wait, have.max_deliver) != (
                     AckPolicy.EXPLICIT, self.visibility_timeout, self.max_deliveries + 1):
@@ -161,10 +162,9 @@ class NatsWorkQueueStorage(WorkMirror):
             for subject in (self.subject, self.dead_subject, self.notices,
                             f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*"):
                 await b.subscribe(subject, self._changed)
-            # The stream changed (a limit set that would delete items): its settings are
-            # checked again before the next operation, as where it is opened.
-            await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.UPDATED.{self.stream}",
-                              self._declared.forget)
+            # The stream changed (a limit set that would delete items), announced or while
+            # disconnected: its settings are checked again, as where it is opened.
+            await b.watch_stream(self.stream, self.redeclare)
 
     async def _read(self) -> None:
         self._reading()
