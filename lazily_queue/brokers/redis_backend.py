@@ -29,9 +29,10 @@ import redis.exceptions as rexc
 
 from ..names import check_name
 from . import redis_once_scripts, redis_queue_scripts, redis_scripts, redis_topic_scripts
-from .errors import BrokerUnavailable, IncompatibleBrokerObject, UnsupportedAddress
+from .errors import BrokerUnavailable, UnsupportedAddress
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
 from .redis_errors import mapped_errors
+from .redis_eviction import Eviction
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,7 @@ class RedisStreamsStorage:
         self._batch: list[tuple[str, list[str], list[Any], asyncio.Future[Any]]] = []
         self._flushers: set[asyncio.Task[None]] = set()
         self._sending = 0
+        self._eviction = Eviction(client, address, self._evicting, CONNECT_TIMEOUT)
 
     @classmethod
     async def connect(
@@ -163,39 +165,9 @@ class RedisStreamsStorage:
                 f"redis at {self.address} did not answer within {CONNECT_TIMEOUT:g} s of "
                 "connecting: check the host and port, and that the server is running and "
                 "not overloaded") from None
-        await self._check_eviction()
-
-    async def _check_eviction(self) -> None:
-        """Refuse a server that deletes any key when it runs short of memory (a
-        ``maxmemory`` with an ``allkeys-*`` policy, as a cache has): it would drop queued
-        elements silently. A ``volatile-*`` one evicts only keys with a TTL, of which
-        this library's are the ones remembering msg_ids: taken, with one warning, as is a
-        server that does not let this client read its settings (``CONFIG`` refused or
-        renamed)."""
-        async with self.errors("reading its maxmemory-policy"):
-            try:
-                async with asyncio.timeout(CONNECT_TIMEOUT):
-                    policy = (await self.client.config_get("maxmemory-policy")).get(
-                        "maxmemory-policy", "")
-                    limit = (await self.client.config_get("maxmemory")).get("maxmemory", "0")
-            except (rexc.ResponseError, TimeoutError) as exc:
-                log.warning("redis at %s: cannot read its maxmemory-policy (%s); make sure "
-                            "it never evicts keys (noeviction), or queued elements can "
-                            "vanish", self.address, exc)
-                return
-        if policy == "noeviction" or str(limit) in ("", "0"):
-            return
-        if not str(policy).startswith("volatile-"):
-            raise IncompatibleBrokerObject(
-                f"redis at {self.address} evicts keys when it reaches its maxmemory "
-                f"({limit} bytes, maxmemory-policy {policy}), which would drop queued "
-                "elements silently: set maxmemory-policy noeviction (pushes are then "
-                "refused with BrokerOutOfMemory when it is full) or use another server "
-                "than a cache")
-        log.warning("redis at %s evicts keys with a TTL at its maxmemory (%s bytes, "
-                    "maxmemory-policy %s): the keys remembering msg_ids may go before "
-                    "their window ends, and a repeated msg_id then be stored again; set "
-                    "maxmemory-policy noeviction to keep them", self.address, limit, policy)
+        refusal = await self._eviction.current()
+        if refusal is not None:
+            raise refusal
 
     # -- objects -------------------------------------------------------------------------
 
@@ -230,6 +202,20 @@ class RedisStreamsStorage:
         self._objects.append(storage)
         return storage
 
+    def _evicting(self) -> None:
+        """The server was found evicting keys: every object is checked again (and refused)."""
+        for storage in self._objects:
+            storage.redeclare()
+
+    async def declare(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run the declaring script ``name`` (see :meth:`run`), once the server is known
+        not to evict keys (:mod:`.redis_eviction`): :class:`IncompatibleBrokerObject`
+        while it does."""
+        refusal = await self._eviction.current()
+        if refusal is not None:
+            raise type(refusal)(str(refusal))
+        return await self.run(name, keys, args)
+
     async def close(self) -> None:
         """Stop every storage's refreshes and the notification reader; close the pool
         when this object opened it."""
@@ -262,6 +248,8 @@ class RedisStreamsStorage:
         object sends them in one script call at a time, see :mod:`.batching`).
         """
         loop = asyncio.get_running_loop()
+        if loop.time() >= self._eviction.due:
+            self._eviction.read_soon()
         future: asyncio.Future[Any] = loop.create_future()
         self._batch.append((name, keys, args, future))
         if len(self._flushers) == self._sending and self._sending < PIPELINES:
@@ -377,6 +365,7 @@ class RedisStreamsStorage:
                 log.debug("redis notifications from %s interrupted: %s", self.address, exc)
                 with contextlib.suppress(Exception):
                     await self._pubsub.aclose()
+                self._eviction.due = 0.0  # its settings may have changed meanwhile
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.poll_interval)
                 for listeners in list(self._channels.values()):

@@ -93,7 +93,7 @@ class RedisQueueStorage(QueueMirror[T]):
         return "none" if self._capacity is None else str(self._capacity)
 
     async def _declare(self) -> None:
-        await self._backend.run("QUEUE_DECLARE", self._keys, [self._setting])
+        await self._backend.declare("QUEUE_DECLARE", self._keys, [self._setting])
 
     async def _read(self) -> None:
         limit = max(1, self._backend.view_limit)

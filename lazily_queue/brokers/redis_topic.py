@@ -78,7 +78,7 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         return f"RedisTopicStorage({self.name!r}, base={self._base}, end={self._end})"
 
     async def _declare(self) -> None:
-        await self._backend.run("TOPIC_DECLARE", self._keys, [])
+        await self._backend.declare("TOPIC_DECLARE", self._keys, [])
 
     async def _read(self) -> None:
         base, end, flat, entries = await self._backend.run(

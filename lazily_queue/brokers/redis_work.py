@@ -119,7 +119,7 @@ class RedisWorkQueueStorage(WorkMirror):
         return f"RedisWorkQueueStorage({self.name!r}, counts={self._counts})"
 
     async def _declare(self) -> None:
-        await self._backend.run("WORK_DECLARE", self._keys,
+        await self._backend.declare("WORK_DECLARE", self._keys,
                                 [GROUP, self._vt_ms, self.max_deliveries])
 
     async def _read(self) -> None:

@@ -1,7 +1,8 @@
 """An operator's change to a broker made while a process has its objects open, under
 which the server would delete elements silently, is noticed without opening the
 objects again: a NATS stream changed while the process was disconnected (the server's
-announcement of it missed) is checked again once the connection is back."""
+announcement of it missed) is checked again once the connection is back, and a Redis
+set to evict keys after the process connected is read again within a bounded time."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import asyncio
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 
 from lazily_queue import connect
 from lazily_queue.brokers import IncompatibleBrokerObject
+from lazily_queue.brokers.redis_eviction import CHECK_INTERVAL
 from lazily_queue.brokers.servers import BrokerServer
 
 from .conftest import fresh
@@ -136,3 +139,38 @@ async def test_a_consumer_deleted_while_the_process_was_disconnected_voids_its_l
         again = await jobs.claim("w", timeout=5)
         assert again.value == "job"
         await jobs.ack("w", again.delivery_id)
+
+
+async def test_a_redis_set_to_evict_keys_after_connect_refuses_the_objects_soon(
+    redis_server: BrokerServer,
+) -> None:
+    """``CONFIG SET maxmemory-policy allkeys-lru`` (with a ``maxmemory``) after the
+    process connected: within :data:`CHECK_INTERVAL` seconds and a poll interval the
+    objects refuse their operations (a waiting pop wakes with the error) as a connect
+    is refused; once the policy is ``noeviction`` again they work, nothing lost."""
+    admin = aioredis.Redis.from_url(redis_server.url)
+    try:
+        async with connect(redis_server.url, poll_interval=0.2) as client:
+            orders = client.queue(fresh("evict"))
+            await orders.push("first")
+            empty = client.queue(fresh("evict-empty"))
+            waiting = asyncio.ensure_future(empty.pop(timeout=30))
+            await asyncio.sleep(0.3)
+            await admin.config_set("maxmemory", 100 * 1024 * 1024)
+            await admin.config_set("maxmemory-policy", "allkeys-lru")
+            with pytest.raises(IncompatibleBrokerObject, match=r"evicts keys .*allkeys-lru"):
+                async with asyncio.timeout(CHECK_INTERVAL + 3):
+                    await waiting
+            with pytest.raises(IncompatibleBrokerObject,
+                               match=r"allkeys-lru.*set maxmemory-policy noeviction"):
+                await orders.push("second")
+            with pytest.raises(IncompatibleBrokerObject):
+                await orders.pop()
+            await admin.config_set("maxmemory-policy", "noeviction")
+            await asyncio.sleep(CHECK_INTERVAL + 0.5)
+            await orders.push("second")
+            assert await orders.pop() == "first"
+    finally:
+        await admin.config_set("maxmemory-policy", "noeviction")
+        await admin.config_set("maxmemory", 0)
+        await admin.aclose()
