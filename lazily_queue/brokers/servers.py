@@ -36,6 +36,19 @@ def find_binary(name: str) -> str | None:
     return shutil.which(name, path=SEARCH_PATH)
 
 
+#: Ports a first start tries when the one it picked was taken before the server bound it.
+PORT_TRIES = 5
+
+
+def _read_from(path: Path, offset: int) -> bytes:
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -61,6 +74,10 @@ class BrokerServer:
     term_timeout = 30.0
     #: Seconds :meth:`stop` waits after SIGKILL before it raises ServerWouldNotStop.
     kill_timeout = 10.0
+    #: What the server logs once it serves (None: a connection to the port is enough).
+    ready_line: bytes | None = None
+    #: What the server logs when it exits because its port is taken.
+    port_taken: bytes | None = None
 
     def __init__(self, *, password: str | None = None, directory: Path | None = None) -> None:
         path = find_binary(self.binary)
@@ -73,6 +90,7 @@ class BrokerServer:
             if directory is None else directory
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self._started = False
 
     @property
     def url(self) -> str:
@@ -87,19 +105,46 @@ class BrokerServer:
                                     cwd=self.directory)
 
     async def start(self) -> None:
+        """Start the process and return once it serves its port. A server that says it
+        is ready (:attr:`ready_line` in its own log) is the one listening there: another
+        process that took the port meanwhile is never mistaken for it. On a first start
+        a port taken meanwhile is replaced by another free one; on a restart (same
+        port, same data) it raises."""
+        fresh = self.process is None and not self._started
+        for _ in range(PORT_TRIES):
+            if await self._spawned():
+                self._started = True
+                return
+            if not fresh:
+                break
+            self.port = free_port()
+        raise RuntimeError(f"{self.binary} could not listen on 127.0.0.1:{self.port}: "
+                           "another process holds the port")
+
+    async def _spawned(self) -> bool:
+        """Spawn the process and wait until it serves; False when it exited because its
+        port was taken."""
+        log = self.directory / "server.log"
+        offset = log.stat().st_size if log.exists() else 0
         self.process = self._spawn()
         deadline = time.monotonic() + 30
         while True:
+            said = _read_from(log, offset)
             if self.process.poll() is not None:
-                text = (self.directory / "server.log").read_text(errors="replace")[-2000:]
+                if self.port_taken is not None and self.port_taken in said:
+                    self.process = None
+                    return False
+                text = said[-2000:].decode(errors="replace")
                 raise RuntimeError(f"{self.binary} exited at start:\n{text}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{self.binary} did not listen on {self.port}") from None
-                await asyncio.sleep(0.02)
+            if self.ready_line is None or self.ready_line in said:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                        return True
+                except OSError:
+                    pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.binary} did not listen on {self.port}")
+            await asyncio.sleep(0.02)
 
     async def stop(self, *, kill: bool = False) -> None:
         """Stop the process (SIGTERM, then SIGKILL after :attr:`term_timeout`; SIGKILL
@@ -143,6 +188,8 @@ class RedisServer(BrokerServer):
     """``redis-server`` with ``appendonly yes`` and ``appendfsync always``."""
 
     binary = "redis-server"
+    ready_line = b"Ready to accept connections"
+    port_taken = b"Address already in use"
 
     @property
     def url(self) -> str:
@@ -162,6 +209,8 @@ class NatsServer(BrokerServer):
     """``nats-server`` with JetStream on file storage in the temporary directory."""
 
     binary = "nats-server"
+    ready_line = b"Server is ready"
+    port_taken = b"address already in use"
 
     @property
     def url(self) -> str:

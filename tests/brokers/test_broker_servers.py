@@ -1,15 +1,24 @@
-"""BrokerServer.stop: every wait is bounded; a process that ignores SIGTERM is killed,
-and one that outlives SIGKILL raises ServerWouldNotStop naming its pid."""
+"""BrokerServer: every wait of stop is bounded (a process that ignores SIGTERM is
+killed, one that outlives SIGKILL raises ServerWouldNotStop naming its pid), and start
+never takes another process on its port for the server."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
+import socket
 import subprocess
 import sys
 
 import pytest
 
-from lazily_queue.brokers.servers import BrokerServer, ServerWouldNotStop
+from lazily_queue.brokers.servers import (
+    BrokerServer,
+    NatsServer,
+    RedisServer,
+    ServerWouldNotStop,
+    find_binary,
+)
 
 #: Listens on the port it is given and ignores SIGTERM.
 STUBBORN = """
@@ -90,3 +99,45 @@ async def test_a_process_that_outlives_sigkill_raises_naming_its_pid(kill: bool)
     finally:
         server.process = real
         await server.stop(kill=True)
+
+
+def _held_port() -> socket.socket:
+    """A loopback port another process might hold: bound and listening."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    return holder
+
+
+@pytest.mark.parametrize("kind", [NatsServer, RedisServer], ids=["nats", "redis"])
+async def test_a_port_taken_before_the_first_start_is_replaced(kind: type[BrokerServer]) -> None:
+    """Another process listening on the port picked for the server (taken between the
+    pick and the server's bind) was taken for the server: the start returned, and the
+    caller spoke to that other process while the server had exited."""
+    if find_binary(kind.binary) is None:
+        pytest.skip(f"{kind.binary} is not installed")
+    with _held_port() as holder:
+        taken = holder.getsockname()[1]
+        server = kind()
+        server.port = taken
+        async with server:
+            assert server.process is not None and server.process.poll() is None
+            assert server.port != taken
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"PING\r\n")
+            assert await asyncio.wait_for(reader.readline(), 10)  # the server itself answers
+            writer.close()
+
+
+async def test_a_restart_whose_port_was_taken_meanwhile_says_so() -> None:
+    if find_binary("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    async with RedisServer() as server:
+        await server.stop()
+        with socket.socket() as holder:
+            holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            holder.bind(("127.0.0.1", server.port))
+            holder.listen()
+            with pytest.raises(RuntimeError, match="another process holds the port"):
+                await server.start()
+        assert server.process is None
