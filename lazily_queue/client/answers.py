@@ -4,8 +4,9 @@ An op answered with its result resolves (one answered ``session_unknown`` or
 ``no_room`` waits to go again: :mod:`.registration`, :mod:`.take_room`). One whose link
 ended unanswered goes again on the next link, as not sent when its member never read
 it, else as may have applied. A member that cannot commit is left for the next while
-the op's deadline allows; a give-back nobody awaits refused at a member's gate goes
-again after a pause (:mod:`.popped`). Any other error fails the op, saying its outcome
+the op's deadline allows; a give-back refused at a member's gate goes again after a
+pause when nobody awaits it, or when an earlier attempt's answer was lost
+(:mod:`.popped`). Any other error fails the op, saying its outcome
 is unknown when an earlier attempt's answer was lost.
 """
 
@@ -93,9 +94,12 @@ class Answers:
             self._drop(link, f"{code}: {message}")
             return
         link.served = True
-        if code == "permission" and op.code in GIVE_BACKS and op.on_orphan is not None:
+        if code == "permission" and op.code in GIVE_BACKS and (
+                op.on_orphan is not None or unknown_before):
             pause = refused_pause(op.refusals)
             if pause is not None and asyncio.get_running_loop().time() < op.deadline:
+                if op.on_orphan is None:  # its caller, failed at its deadline meanwhile,
+                    error = retry_refused(error)  # learns its outcome is unknown
                 self._refused_again(link, op, error, pause)
                 return
         if unknown_before and code == "permission" and op.code in GIVE_BACKS:
@@ -108,9 +112,9 @@ class Answers:
         self._finish(op, error)
 
     def _refused_again(self, link: Link, op: _Op, error: Exception, pause: float) -> None:
-        """A give-back nobody awaits refused at ``link``'s member's gate goes again under
-        its number after ``pause`` seconds; every other time that member is left for the
-        next (:func:`.popped.refused_pause`)."""
+        """A give-back refused at ``link``'s member's gate (nobody awaits it, or an earlier
+        attempt's answer was lost) goes again under its number after ``pause`` seconds;
+        every other time that member is left for the next (:func:`.popped.refused_pause`)."""
         op.refusals += 1
         op.error, op.rid = error, 0
 

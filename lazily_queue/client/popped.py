@@ -22,12 +22,12 @@ its elements, so two give-backs of one element admitted by two members' gates be
 either applied apply once (the other is answered ``PermissionDenied``). A retry of a
 give-back whose earlier attempt applied (taking its elements off the record) is
 proposed all the same and answered from the session, when the member holds it as
-applied; one refused while an earlier attempt's
-answer was lost is reported by the client with its outcome unknown
-(:func:`retry_refused`): that attempt may yet apply. A give-back nobody awaits (the
-library's own: a pop's whose caller went away, an iteration's rest) refused here goes
-again under its number, a few times, on the next member every other time
-(:func:`refused_pause`).
+applied. A give-back refused here goes again under its number, a few times, on the
+next member every other time (:func:`refused_pause`), when nobody awaits it (the
+library's own: a pop's whose caller went away, an iteration's rest) or when an earlier
+attempt's answer was lost (the member reached may not have applied the pop yet, as
+after a change of leader); refused every time, the latter is reported by the client
+with its outcome unknown (:func:`retry_refused`): that attempt may yet apply.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ REFUSED_PAUSE_MAX = 3.0
 
 def refused_pause(refusals: int) -> float | None:
     """The pause before a give-back nobody awaits (the library's own, of elements its
-    session popped: a pop's whose caller went away) goes again, under its number, after
+    session popped: a pop's whose caller went away), or one sent again after an earlier
+    attempt's answer was lost, goes again, under its number, after
     its ``refusals``-th refusal at a member's gate (``None``: no more). That member may
     not have applied the pop yet, or holds no record of it (of an earlier version, it
     installed a snapshot or restarted since): the session sends it again, leaving that

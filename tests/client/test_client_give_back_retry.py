@@ -2,8 +2,9 @@
 number on a new link: a member that applied it answers the retry as applied (from the
 client's session); one that has not proposes it (its session popped those elements),
 and it applies once however many attempts apply. A member that does not hold the pop
-(it installed a snapshot since) refuses it, and the client reports its outcome unknown,
-never that it was not applied, as the first attempt may still apply."""
+(not applied yet, or it installed a snapshot since) refuses it; the client sends it
+again a few times, and refused each time reports its outcome unknown, never that it
+was not applied, as the first attempt may still apply."""
 
 from __future__ import annotations
 
@@ -87,10 +88,34 @@ async def test_a_give_back_retried_before_its_first_attempt_applied_applies_once
         assert await node.queue("jobs").pop_many(3) == [1, 2]
 
 
+async def test_a_retry_refused_by_a_member_not_holding_the_pop_yet_goes_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A member that has not applied the pop yet (a new leader before it applied its
+    predecessor's entries) refuses the retry at its gate; sent again under its number,
+    it applies once, and the caller learns it did."""
+    held = _hold_first_give_back(monkeypatch)
+    _forget_pops(monkeypatch, reads=(2,))
+    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
+    async with one_member(access) as node:
+        for n in range(3):
+            await node.queue("jobs").push(n)
+        async with _client(node) as client:
+            jobs = client.queue("jobs")
+            taken = await jobs.pop_messages(3)
+            await jobs.give_back(taken[1:])  # refused once, then applied
+            [(session, op)] = held
+            assert session is not None
+            _, applying = node.driver.propose(
+                ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args], timeout=5.0)
+            assert await applying is None  # the first attempt: answered from the session
+        assert await node.queue("jobs").pop_many(3) == [1, 2]
+
+
 async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_unknown(
         monkeypatch: pytest.MonkeyPatch) -> None:
     held = _hold_first_give_back(monkeypatch)
     _forget_pops(monkeypatch)
+    monkeypatch.setattr(popped, "REFUSED_TRIES", 2)  # refused each time it goes again
     access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
     async with one_member(access) as node:
         for n in range(3):
@@ -136,15 +161,17 @@ async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_los
 
 
 
-def _forget_pops(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The member judges every give-back after the first it reads as holding no pops."""
+def _forget_pops(monkeypatch: pytest.MonkeyPatch, reads: tuple[int, ...] | None = None
+                 ) -> None:
+    """The member judges the give-backs it reads (the ``reads``-th ones, counting from 1;
+    ``None``: every one after the first) as holding no pops."""
     refusal = ClientConnection.state_refusal
     read: list[PendingOp] = []
 
     def forgetting(self: ClientConnection, op: PendingOp, view: ReadView) -> Any:
         if op.code == ops.QUEUE_UNPOP_STAMPED:
             read.append(op)
-            if len(read) > 1:
+            if len(read) > 1 if reads is None else len(read) in reads:
                 return refusal(self, op, NoPops(view))  # type: ignore[arg-type]
         return refusal(self, op, view)
 
