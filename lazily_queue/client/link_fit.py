@@ -63,14 +63,26 @@ class LinkFit:
         if not link.greeted:
             self._ungreeted.append(op)
             return False
-        size, limit = len(op.args) + P.OP_FRAME_OVERHEAD, link.max_request
-        if limit is None or size <= limit:
+        error = too_large(link, op.code, op.args, op.unknown)
+        if error is None:
             return True
-        outcome = ("its outcome is unknown (it may have applied through an earlier member)"
-                   if op.unknown else "it was not applied")
-        self._finish(op, MessageTooLarge(
-            f"{ops.op_name(op.code)}: the operation of {size} bytes exceeds the {limit}-byte "
-            f"request limit of member {link.member} (its max_message_bytes and a command's "
-            f"room); store large payloads elsewhere and queue a reference; {outcome}",
-            size=size, limit=limit))
+        self._finish(op, error)
         return False
+
+
+def too_large(link: Link | None, code: int, encoded: bytes,
+              unknown: bool = False) -> MessageTooLarge | None:
+    """The error of the op ``code`` encoded as ``encoded`` when its request frame is over
+    the limit ``link``'s member said in its hello (``None``: under it, or not said)."""
+    limit = None if link is None else link.max_request
+    size = len(encoded) + P.OP_FRAME_OVERHEAD
+    if limit is None or size <= limit:
+        return None
+    assert link is not None
+    outcome = ("its outcome is unknown (it may have applied through an earlier member)"
+               if unknown else "it was not applied")
+    return MessageTooLarge(
+        f"{ops.op_name(code)}: the operation of {size} bytes exceeds the {limit}-byte "
+        f"request limit of member {link.member} (its max_message_bytes and a command's "
+        f"room); store large payloads elsewhere and queue a reference; {outcome}",
+        size=size, limit=limit)

@@ -35,7 +35,7 @@ from .deadlines import ORPHAN_HORIZON as ORPHAN_HORIZON
 from .deadlines import SWEEP_INTERVAL as SWEEP_INTERVAL
 from .deadlines import Deadlines
 from .link import Answer, Link
-from .link_fit import LinkFit
+from .link_fit import LinkFit, too_large
 from .op_args import MAX_OP_BYTES as MAX_OP_BYTES
 from .op_args import encode_args
 from .registration import Registering
@@ -179,8 +179,13 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
 
     def encode(self, code: int, args: list[Any]) -> bytes:
         """The op for :meth:`propose`'s ``encoded``: raises what :meth:`propose` would
-        refuse ``args`` with; sends nothing."""
-        return encode_args(code, args)
+        refuse ``args`` with (over the request limit of the member linked now, when
+        it said one: ``MessageTooLarge``); sends nothing."""
+        encoded = encode_args(code, args)
+        error = too_large(self._link(), code, encoded)
+        if error is not None:
+            raise error
+        return encoded
 
     def propose(
         self, code: int, args: list[Any], *, timeout: float,

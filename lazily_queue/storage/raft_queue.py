@@ -37,6 +37,7 @@ from ..core.queue import EMPTY, RESET, QueuePopError, QueuePushError, validate_c
 from ..replicated import ops as C
 from ..replicated.events import QueueChanged
 from .capabilities import StorageCapabilities
+from .give_back_parts import give_back_parts
 from .give_backs import Returns
 from .queue import QueueChangeListener
 from .replicated_object import Proposer, ReplicatedObject
@@ -170,8 +171,7 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         self, values: list[T], runs: list[Run], headers: list[list[Any]], *,
         timeout: float | None = None,
     ) -> None:
-        await self._call(C.QUEUE_UNPOP_HEADERS, [self.name, list(values), runs, headers],
-                         timeout)
+        await self._give_back(values, runs, headers, timeout)
 
     async def offer_options(
         self, value: T, options: PushOptions, *, timeout: float | None = None
@@ -218,7 +218,24 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     async def unpoll_stamped(
         self, values: list[T], runs: list[Run], *, timeout: float | None = None
     ) -> None:
-        await self._call(C.QUEUE_UNPOP_STAMPED, [self.name, list(values), runs], timeout)
+        await self._give_back(values, runs, None, timeout)
+
+    async def _give_back(self, values: list[T], runs: list[Run],
+                         headers: list[list[Any]] | None, timeout: float | None) -> None:
+        """Give ``values`` back to the head, in parts when one operation cannot carry
+        them all (:mod:`.give_back_parts`)."""
+        parts = give_back_parts(self.name, values, runs, headers, self._driver.encode)
+        back = 0
+        for code, args in reversed(parts):
+            try:
+                await self._call(code, args, timeout)
+            except Exception as exc:
+                if back:
+                    exc.add_note(f"the give-back went in {len(parts)} parts, the last first: "
+                                 f"the last {back} of its {len(values)} elements are back "
+                                 "at the head, the others not")
+                raise
+            back += len(args[1])
 
     def _return_orphan(self, result: Any) -> None:
         """Give back what a pop whose caller went away took (``[values, runs]``, or
@@ -226,22 +243,32 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
         applies (:mod:`.give_backs`)."""
         if type(result) is not list or len(result) not in (2, 3) or not result[0]:
             return
-        code = C.QUEUE_UNPOP_STAMPED if len(result) == 2 else C.QUEUE_UNPOP_HEADERS
         self.orphans_returned += len(result[0])
         log.info("queue %r: a pop's receiver went away; returning %d element(s) to the head",
                  self.name, len(result[0]))
-        self._returning().start(code, [self.name, *result])
+        self._return(result[0], result[1], result[2] if len(result) == 3 else None)
 
     async def give_back_rest(self, values: list[T], runs: list[Run],
                              headers: list[list[Any]] | None) -> None:
         """Give back what an iteration took and did not hand out, as a pop's whose caller
         went away (proposed again until it applies); waits up to the storage's timeout
         for it, then leaves it going."""
-        code, args = ((C.QUEUE_UNPOP_HEADERS, [self.name, list(values), runs, headers])
-                      if headers else (C.QUEUE_UNPOP_STAMPED, [self.name, list(values), runs]))
-        task = self._returning().start(code, args)
-        if task is not None:
-            await asyncio.wait([task], timeout=self.timeout)
+        tasks = self._return(values, runs, headers)
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.timeout)
+
+    def _return(self, values: list[T], runs: list[Run],
+                headers: list[list[Any]] | None) -> list[asyncio.Task[None]]:
+        """Start giving ``values`` back with nobody waiting (:mod:`.give_backs`), in
+        parts when one operation cannot carry them all, the last part first."""
+        try:
+            parts = give_back_parts(self.name, values, runs, headers, self._driver.encode)
+        except Exception as exc:  # one element alone too large: nothing can carry it
+            log.error("queue %r: %d element(s) taken and not handed out cannot be given "
+                      "back, and are lost: %s", self.name, len(values), exc)
+            return []
+        tasks = [self._returning().start(code, args) for code, args in reversed(parts)]
+        return [task for task in tasks if task is not None]
 
     def _returning(self) -> Returns:
         if self.returns is None:
