@@ -138,6 +138,10 @@ class ClientConnection:
         self.frames_read = 0
         #: The member holds off reading this link (its requests wait for room).
         self.blocked = False
+        #: Where the link comes from, and its frames refused as unreadable
+        #: (:mod:`.link_log`).
+        self.address = stream.channel.remote_address
+        self.unreadable = 0
         self._pending: list[list[Any]] = []
         #: Ops read and checked, proposed together at the next flush point.
         self.ops: list[PendingOp] = []

@@ -55,6 +55,7 @@ from .frame_decoding import FrameDecoder, request_limit
 from .greeting import Answering, hello, register
 from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
+from .link_log import link_ended, unreadable_frame
 from .listening import listen_for_clients
 from .liveness import ClientLiveness
 from .op_admission import admitted_op, timeout_of
@@ -180,6 +181,7 @@ class ClientServer:
         grant = None if name is None else self.access.grants.get(name)
         if grant is None:
             return
+        stream.channel.owner_reports_breaks()  # :mod:`.link_log` says how the link ended
         refusal = self.links.admit(grant.name, grant.max_links)
         if refusal is not None:
             await self.links.refuse(stream, refusal)
@@ -196,6 +198,7 @@ class ClientServer:
                                 self._giving, self.answers)
         self._conns.add(conn)
         loop = asyncio.get_running_loop()
+        ended: BaseException | None = None
         try:
             while not conn.closed:
                 data = await stream.receive()
@@ -232,9 +235,10 @@ class ClientServer:
                 self._flush_ops(conn)
                 if self.node.driver.step_if_idle():
                     conn.flush()  # the answers of what that step applied leave now
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            ended = exc
         finally:
+            link_ended(conn, stream.channel, ended)
             conn.close()
             self._conns.discard(conn)
             unproposed, conn.ops = conn.ops, []  # read when the task was cancelled
@@ -262,6 +266,7 @@ class ClientServer:
         """The requests of one frame (one, or a batch); refuses an unreadable frame
         (``data``), answering the request it starts with when its first bytes name one."""
         if isinstance(frame, P.RequestRefused):
+            unreadable_frame(conn, str(frame))
             self._refuse(conn, P.request_id(data), "refused",
                          f"{frame}; nothing in it was applied")
             return []

@@ -21,6 +21,7 @@ class _Stream:
         self.calls: list[tuple[str, Any]] = []
         self.channel = self  # its own raw channel: bytes received, for the idle sweep
         self.received_bytes = 0
+        self.remote_address = "unix:///recorded#peer"
         self.accepted_bytes = 0
         self.sent_bytes = None  # cannot tell what is still held
 

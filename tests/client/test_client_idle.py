@@ -155,6 +155,7 @@ class _Channel:
     def __init__(self) -> None:
         self.channel = self
         self.received_bytes = 0
+        self.remote_address = "unix:///idle#peer"
 
     def send_nowait(self, data: bytes) -> None:
         pass

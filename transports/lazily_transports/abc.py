@@ -150,6 +150,17 @@ class DataChannel(FrameStream):
         budget, reading nothing more (``None``: it does not wait)."""
         return None
 
+    def owner_reports_breaks(self) -> None:
+        """The channel's owner logs why the link ends (from :attr:`close_reason` and
+        :attr:`peer_broke_protocol`): the channel itself logs a broken link at DEBUG
+        only, so that one loss is not told twice."""
+
+    @property
+    def peer_broke_protocol(self) -> bool:
+        """Whether the link ended because the peer broke the link's protocol (a frame
+        over the limit, a message the link does not carry), not because it went away."""
+        return False
+
     def use_frame_budget(self, budget: FrameBudget, owner: Hashable = None) -> bool:
         """Count the link's partly received frames in ``budget`` from now on, as
         ``owner``'s (see :mod:`lazily_transports.frame_budget`); False when this

@@ -62,7 +62,8 @@ class MemoryChannel(BufferedChannel):
         if len(frame) > peer.max_frame_size:
             peer._fail(
                 f"peer sent a frame of {len(frame)} bytes, above the maximum frame size of "
-                f"{peer.max_frame_size} bytes"
+                f"{peer.max_frame_size} bytes",
+                violation=True,
             )
             raise LinkBrokenError("the peer refused a frame above its maximum frame size")
         if peer._rx_added - peer._rx_taken >= min(self._send_buffer_size, peer._rx_limit):

@@ -119,7 +119,8 @@ class SocketChannel(BufferedChannel, asyncio.BufferedProtocol):
         except FrameTooLargeError as exc:
             self._fail(
                 f"peer announced a frame of {exc.size} bytes, above the maximum frame size "
-                f"of {exc.limit} bytes" + (HTTP_HINT if exc.size in _HTTP_PREFIXES else "")
+                f"of {exc.limit} bytes" + (HTTP_HINT if exc.size in _HTTP_PREFIXES else ""),
+                violation=True,
             )
             return
         reservation = self._reservation

@@ -148,12 +148,14 @@ class WebSocketChannel(BufferedChannel):
                 self._ahead -= counted
                 self.received_bytes += len(message) - counted
                 if not isinstance(message, bytes):
-                    self._fail("peer sent a text message; links carry binary frames only")
+                    self._fail("peer sent a text message; links carry binary frames only",
+                               violation=True)
                     return
                 if len(message) > self.max_frame_size:
                     self._fail(
                         f"peer sent a frame of {len(message)} bytes, above the maximum frame "
-                        f"size of {self.max_frame_size} bytes"
+                        f"size of {self.max_frame_size} bytes",
+                        violation=True,
                     )
                     return
                 if self._closed:

@@ -107,6 +107,7 @@ class BufferedChannel(DataChannel):
         self._rx_hook: Callable[[], None] | None = None
         self._authenticated = False
         self._break_level = logging.WARNING
+        self._violated = False
 
     def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
         super().open_limits(max_frame_size, receive_buffer_size)
@@ -117,10 +118,13 @@ class BufferedChannel(DataChannel):
             self._resume_reading()
 
     def owner_reports_breaks(self) -> None:
-        """The channel's owner reports why the link ends (a mesh, in its ``PeerDown``
-        event and its peer-down line naming the peer): a broken link is logged here at
-        DEBUG only, so that one loss is not told twice."""
+        """See :meth:`DataChannel.owner_reports_breaks` (a mesh says it in its
+        ``PeerDown`` event and its peer-down line naming the peer)."""
         self._break_level = logging.DEBUG
+
+    @property
+    def peer_broke_protocol(self) -> bool:
+        return self._violated
 
     def set_receive_hook(self, hook: Callable[[], None] | None) -> bool:
         """See :meth:`DataChannel.set_receive_hook`: a channel whose frames may be queued
@@ -160,13 +164,15 @@ class BufferedChannel(DataChannel):
             self._eof = True
         self._wake_receivers()
 
-    def _fail(self, reason: str) -> None:
-        """The link failed; log why, abort it and wake everyone. Before the peer is
-        authenticated the line is at DEBUG: the handshake's refusal, logged at a bounded
-        rate, names the reason, and a stranger's connections must not fill the log; so
-        is it once :meth:`owner_reports_breaks` was called."""
+    def _fail(self, reason: str, *, violation: bool = False) -> None:
+        """The link failed (``violation``: the peer broke the link's protocol); log why,
+        abort it and wake everyone. Before the peer is authenticated the line is at
+        DEBUG: the handshake's refusal, logged at a bounded rate, names the reason, and a
+        stranger's connections must not fill the log; so is it once
+        :meth:`owner_reports_breaks` was called."""
         if self._broken or self._closed:
             return
+        self._violated = violation
         self._abort()
         if self._eof:  # the peer already finished sending: only our direction is lost
             self._send_dead = reason

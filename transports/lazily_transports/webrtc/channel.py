@@ -205,7 +205,7 @@ class WebRTCChannel(BufferedChannel):
             return
         self.received_bytes += len(message)
         if self._eof:
-            self._fail("the peer sent data after its end of stream")
+            self._fail("the peer sent data after its end of stream", violation=True)
             return
         data: bytes | bytearray = message
         if self._partial:
@@ -218,10 +218,12 @@ class WebRTCChannel(BufferedChannel):
         while size - pos >= _HEADER.size:
             (length,) = _HEADER.unpack_from(data, pos)
             if length > limit:
-                self._fail(f"peer sent a {length}-byte frame; the limit is {limit}")
+                self._fail(f"peer sent a {length}-byte frame; the limit is {limit}",
+                           violation=True)
                 return
             if self._rx_added - self._rx_taken + length > allowed:
-                self._fail("the peer sent more than its flow-control window allows")
+                self._fail("the peer sent more than its flow-control window allows",
+                           violation=True)
                 return
             end = pos + _HEADER.size + length
             if end > size:
@@ -248,7 +250,8 @@ class WebRTCChannel(BufferedChannel):
         elif verb == "window" and 0 < value <= _MAX_WINDOW:
             self._peer_window = value
         else:
-            self._fail(f"unexpected control message {message[:40]!r} on the data channel")
+            self._fail(f"unexpected control message {message[:40]!r} on the data channel",
+                       violation=True)
             return
         if self._tx_waiters and self._writable():
             self._wake_senders()
