@@ -17,7 +17,9 @@ decodes one frame at a time, so the values being built take no more memory than 
 the loop decoded them, and each link's frames are still handled in order (its task
 waits for its frame). The frames waiting for the thread go by client in turn, so one
 client's many links keep another's frame waiting for at most one frame of each client
-with frames waiting (and the one being decoded), not for all of theirs.
+with frames waiting (and the one being decoded), not for all of theirs. A frame whose
+link ends while it waits is dropped undecoded at once, and so are those its link queued
+after it (:func:`dropped`): its task, and its place among the links, are freed then.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import anyio
+from lazily_transports import FrameStream
 
 from ..raft.batch import command_limit
 from . import protocol as P
@@ -104,8 +109,11 @@ class FrameDecoder:
         #: The decoding on the thread now.
         self._running: asyncio.Future[list[Any]] | None = None
 
-    async def decode(self, data: bytes, client: str = "") -> list[Any] | P.RequestRefused:
-        """The frame ``client`` sent, or why it is refused."""
+    async def decode(self, data: bytes, client: str = "",
+                     ended: Callable[[], Awaitable[None]] | None = None,
+                     ) -> list[Any] | P.RequestRefused | None:
+        """The frame ``client`` sent, or why it is refused; ``None`` when ``ended`` (its
+        link's end) returned first: the frame is dropped, not decoded."""
         decode = functools.partial(P.decode, data, max_bytes=self.max_bytes,
                                    max_tags=self.max_tags)
         try:
@@ -116,7 +124,21 @@ class FrameDecoder:
                 (functools.partial(self._decode_large, data, decode), frame))
             if self._running is None:
                 self._next()
-            return await frame
+            if ended is None:
+                return await frame
+            ending = asyncio.ensure_future(ended())
+            try:
+                done, _ = await asyncio.wait((frame, ending),
+                                             return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:
+                frame.cancel()
+                raise
+            finally:
+                ending.cancel()
+            if frame in done:
+                return await frame
+            frame.cancel()  # passed by (:meth:`_next`), or its result let go
+            return None
         except P.RequestRefused as exc:
             return exc
 
@@ -172,3 +194,13 @@ class FrameDecoder:
                 frame.cancel()
         if thread is not None:
             thread.shutdown(wait=False, cancel_futures=True)
+
+
+def dropped(stream: FrameStream) -> BaseException:
+    """Drop, undecoded, the frames an ended ``stream`` still queues; returns what reading
+    it raises then (its end)."""
+    while True:
+        try:
+            stream.receive_nowait()
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            return exc

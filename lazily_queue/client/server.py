@@ -51,7 +51,7 @@ from .connection import MAX_QUEUED_ANSWERS, ClientConnection, group_topics
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
-from .frame_decoding import FrameDecoder, request_limit
+from .frame_decoding import FrameDecoder, dropped, request_limit
 from .greeting import Answering, hello, register
 from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
@@ -198,6 +198,7 @@ class ClientServer:
                                 self._giving, self.answers)
         self._conns.add(conn)
         loop = asyncio.get_running_loop()
+        wait_ended = stream.channel.wait_ended
         ended: BaseException | None = None
         try:
             while not conn.closed:
@@ -207,7 +208,10 @@ class ClientServer:
                 conn.frames_read += 1
                 conn.heard = loop.time()
                 conn.framed = stream.channel.received_bytes
-                frame = await self.decoder.decode(data, grant.name)  # by client in turn
+                frame = await self.decoder.decode(data, grant.name, wait_ended)  # in turns
+                if frame is None:  # the link ended while the frame waited
+                    ended = dropped(stream)
+                    break
                 for k, request in enumerate(self._requests(conn, frame, data)):
                     if k and not k % YIELD_EVERY:
                         await asyncio.sleep(0)  # heartbeats and other links go first

@@ -150,6 +150,12 @@ class DataChannel(FrameStream):
         budget, reading nothing more (``None``: it does not wait)."""
         return None
 
+    async def wait_ended(self) -> None:
+        """Return once the link ended: closed here, broken, or the peer finished sending
+        (frames it sent before may still be queued). A channel that cannot tell never
+        returns."""
+        await asyncio.Future()
+
     def owner_reports_breaks(self) -> None:
         """The channel's owner logs why the link ends (from :attr:`close_reason` and
         :attr:`peer_broke_protocol`): the channel itself logs a broken link at DEBUG

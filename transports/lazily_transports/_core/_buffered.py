@@ -97,6 +97,7 @@ class BufferedChannel(DataChannel):
         self._rx_paused = False
         self._rx_waiters: list[Signal] = []
         self._tx_waiters: list[Signal] = []
+        self._end_waiters: list[Signal] = []
         self._send_buffer_size = send_buffer_size
         self._eof = False
         self._eof_sent = False
@@ -163,6 +164,7 @@ class BufferedChannel(DataChannel):
         if not (self._broken or self._closed):
             self._eof = True
         self._wake_receivers()
+        self._wake_enders()
 
     def _fail(self, reason: str, *, violation: bool = False) -> None:
         """The link failed (``violation``: the peer broke the link's protocol); log why,
@@ -211,9 +213,14 @@ class BufferedChannel(DataChannel):
         waiters, self._tx_waiters = self._tx_waiters, []
         _fire_all(waiters)
 
+    def _wake_enders(self) -> None:
+        waiters, self._end_waiters = self._end_waiters, []
+        _fire_all(waiters)
+
     def _wake_all(self) -> None:
         self._wake_receivers()
         self._wake_senders()
+        self._wake_enders()
 
     # -- consumer side ------------------------------------------------------------------
 
@@ -279,6 +286,15 @@ class BufferedChannel(DataChannel):
         waiter = Signal()
         self._rx_waiters.append(waiter)
         if self._rx or self._reason is not None or self._eof:
+            return
+        await waiter.wait()
+
+    async def wait_ended(self) -> None:
+        if self.ended:
+            return
+        waiter = Signal()
+        self._end_waiters.append(waiter)
+        if self.ended:
             return
         await waiter.wait()
 
