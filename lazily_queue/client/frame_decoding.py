@@ -6,9 +6,10 @@ followers wait for its heartbeats. A frame of at least :data:`THREAD_BYTES` is d
 on one thread of the member's client server, so such hooks hold the event loop only a
 switch interval at a time; smaller ones (most requests) are decoded at once. Values
 cbor2 builds itself (datetimes, dates, UUIDs, sets) run no Python code, so a frame holds
-at most one tagged value (ints over 64 bits aside) per :data:`TAGGED_BYTES` bytes of the
-limit, each counted by a lookup that lets the loop take the interpreter back: a megabyte
-of epoch datetimes, half a million, held the loop for a fifth of a second. Nor do empty
+at most one tagged value (an int over 64 bits once per 8 bytes of it) per
+:data:`TAGGED_BYTES` bytes of the limit, each counted by a lookup that lets the loop take
+the interpreter back: a megabyte of epoch datetimes, half a million, held the loop for a
+fifth of a second. Nor do empty
 arrays and maps: a frame on the thread holds at most one array or map per
 :data:`NESTED_BYTES` bytes of the limit, counted before it is decoded
 (:func:`containers_over`, Python code the loop can interrupt): a megabyte of nested

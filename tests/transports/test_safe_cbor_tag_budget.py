@@ -1,7 +1,7 @@
 """A decode's budget of tagged values: every tag counts, those cbor2 builds itself too
-(datetimes, dates, UUIDs, sets run no hook of ours), but bignums over 64 bits; within the
-budget the value is what an unbounded decode gives, past it the input is refused naming
-the tag and the limit."""
+(datetimes, dates, UUIDs, sets run no hook of ours), a bignum once per 8 bytes of its
+magnitude; within the budget the value is what an unbounded decode gives, past it the
+input is refused naming the tag and the limit."""
 
 from __future__ import annotations
 
@@ -59,14 +59,21 @@ def test_nested_tags_each_count() -> None:
         VALUES.loads(data, max_bytes=LIMIT, max_tags=29)
 
 
-def test_bignums_over_64_bits_are_not_counted_but_keep_their_own_bound() -> None:
-    """An op may hold any number of large ints (no bound of a value's size counts them);
-    each is built by a hook of ours and stays within its own limit."""
-    ints = [2**70, -(2**70)] * 100
+def test_a_bignum_counts_once_per_8_bytes_and_keeps_its_own_bound() -> None:
+    """Each bignum is built by a hook of ours (a megabyte of 9-byte ones took 73 ms): one
+    over 64 bits counts once per 8 bytes of its magnitude, and one over its own limit is
+    refused as such whatever the budget."""
+    ints = [2**64, -(2**64) - 1] * 50  # 9-byte magnitudes: twice each
     data = cbor2.dumps([*ints, WHEN])
-    assert VALUES.loads(data, max_bytes=LIMIT, max_tags=1) == [*ints, WHEN]
-    with pytest.raises(UntrustedDataError, match="more than 0 tagged values"):
-        VALUES.loads(data, max_bytes=LIMIT, max_tags=0)
+    assert VALUES.loads(data, max_bytes=LIMIT, max_tags=201) == [*ints, WHEN]
+    with pytest.raises(UntrustedDataError, match=r"more than 200 tagged values \(tag 0 "):
+        VALUES.loads(data, max_bytes=LIMIT, max_tags=200)
+    wide = cbor2.dumps([2**511 + 1] * 3)  # 64 bytes: eight times each
+    assert VALUES.loads(wide, max_bytes=LIMIT, max_tags=24) == [2**511 + 1] * 3
+    with pytest.raises(UntrustedDataError) as refused:
+        VALUES.loads(wide, max_bytes=LIMIT, max_tags=23)
+    assert refused.value.reason == ("more than 23 tagged values (tag 2 (bignum), counted once "
+                                    "per 8 bytes, is one too many)")
     with pytest.raises(UntrustedDataError, match="4,096-bit limit"):
         VALUES.loads(cbor2.dumps([2**5000] * 3), max_bytes=LIMIT, max_tags=1)
 
@@ -88,7 +95,7 @@ def test_a_megabyte_of_epoch_datetimes_stops_at_the_budget() -> None:
 
 
 @pytest.mark.parametrize(("value", "tags"), [
-    ([WHEN, WHEN.date(), uuid.UUID(int=1), decimal.Decimal("-0.25"), {"x", "y"}, 2**80], 5),
+    ([WHEN, WHEN.date(), uuid.UUID(int=1), decimal.Decimal("-0.25"), {"x", "y"}, 2**80], 7),
     ({"k": [WHEN] * 20, "s": {b"a", b"b"}, "t": [1, "x", None, 2.5]}, 21),
 ])
 def test_values_with_as_many_tags_as_the_budget_decode_equal(value: Any, tags: int) -> None:
