@@ -7,7 +7,6 @@ it applies (the client's ``PermissionDenied``), on every member."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from lazily_transports import LinkConfig, dial
 from lazily_queue import connect
 from lazily_queue.cells.message import stamp_of
 from lazily_queue.client import protocol as P
-from lazily_queue.errors import LazilyQueueError
 from lazily_queue.replicated import ops
 from tests.cli.node_procs import NodeProc, unix_peers, write_config
 
@@ -29,7 +27,9 @@ READER, WRITER = "token-of-a-consume-only-reader", "token-of-the-writer"
 GRANTS = ('[[client]]\nname = "reader"\ntoken_env = "TOKEN_READER"\nconsume = ["jobs"]\n'
           '[[client]]\nname = "writer"\ntoken_env = "TOKEN_WRITER"\nproduce = ["jobs"]\n'
           'consume = ["jobs"]')
-ATTEMPTS = 40
+#: Rounds at least, and at most while no second give-back has been admitted by its gate
+#: (each round races the two; about one in 14 is admitted by both gates).
+ATTEMPTS, MOST_ATTEMPTS = 40, 200
 
 
 @pytest.fixture
@@ -71,14 +71,9 @@ async def test_an_element_given_back_through_two_members_at_once_goes_back_once(
     refused = {"gate": 0, "apply": 0}
     async with connect(addresses, ("writer", WRITER)) as writer:
         jobs = writer.queue("jobs")
-        await jobs.push("warm-up")
-        async with connect(addresses, ("reader", READER)) as reader:
-            [warm] = await reader.queue("jobs").pop_messages(1)
-            with contextlib.suppress(LazilyQueueError):  # checking began by its end at last
-                await reader.queue("jobs").give_back([warm])  # (.session_popped)
-        await writer.barrier()
-        await jobs.pop_many(3)
-        for attempt in range(ATTEMPTS):
+        for attempt in range(MOST_ATTEMPTS):
+            if attempt >= ATTEMPTS and refused["apply"]:
+                break
             await jobs.push(f"job-{attempt}")
             await jobs.push(f"next-{attempt}")
             async with connect(addresses, ("reader", READER)) as reader:
