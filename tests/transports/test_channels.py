@@ -372,3 +372,23 @@ async def test_links_reading_at_once_keep_their_own_bytes(short_tmp: Any) -> Non
     async with channel_pair(address_for("unix", short_tmp)) as (a, b), \
             channel_pair(address_for("tcp", short_tmp)) as (c, d):
         await asyncio.gather(exchange(a, b, 0), exchange(c, d, 2))
+
+
+async def test_waits_for_the_end_given_up_leave_nothing_behind(address: str) -> None:
+    """A member races each large client frame's decoding against its link's end: a wait
+    given up (the frame's turn came first) must not stay queued until the link ends."""
+    async with channel_pair(address) as (client, server):
+        channel = server.channel
+        if not isinstance(channel, BufferedChannel):
+            pytest.skip("not a buffered channel")
+        for _ in range(100):
+            waiting = asyncio.ensure_future(channel.wait_ended())
+            await asyncio.sleep(0)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+        assert channel._end_waiters == []
+        ended = asyncio.ensure_future(channel.wait_ended())
+        await asyncio.sleep(0)
+        await client.aclose()
+        await asyncio.wait_for(ended, 10)

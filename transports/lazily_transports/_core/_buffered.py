@@ -296,7 +296,11 @@ class BufferedChannel(DataChannel):
         self._end_waiters.append(waiter)
         if self.ended:
             return
-        await waiter.wait()
+        try:
+            await waiter.wait()
+        finally:  # a wait given up (its race lost) leaves no waiter behind
+            if not waiter.fired:
+                self._end_waiters.remove(waiter)
 
     def send_ready(self) -> bool:
         return self._send_error() is not None or self._writable()
