@@ -116,6 +116,9 @@ GIVE_BACK_CHECKED_FEATURE = "give-back-checked-v1"
 #: the room its session's unanswered results leave, answering ``no_room`` when not even
 #: one element fits: an older member would take them whole and diverge.
 TAKE_ROOM_FEATURE = "queue-take-room-v1"
+#: Past the bound on ended client session ids, the client holding the most gives up its
+#: oldest: an older member would forget the oldest of all and diverge.
+ENDED_BY_OWNER_FEATURE = "ended-sessions-by-owner-v1"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -138,4 +141,5 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                TAKE_BYTES_FEATURE, CLAIM_BYTES_FEATURE,
                                KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,
                                GIVE_BACK_CHECKED_FEATURE,
-                               TAKE_ROOM_FEATURE})
+                               TAKE_ROOM_FEATURE,
+                               ENDED_BY_OWNER_FEATURE})

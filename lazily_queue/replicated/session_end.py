@@ -10,20 +10,22 @@ sessions does not hold it (and its kept results) until it goes idle for an hour.
   member) is never applied a second time in a fresh session.
 
 An ended id is kept for :data:`~.state_machine.SESSION_TTL_MS` of leader time after its
-end (as long as an idle session is), and at most :data:`ENDED_KEPT` are kept (the
-oldest ended go first); past either, the id is forgotten like an expired session.
+end (as long as an idle session is), and at most :data:`ENDED_KEPT` are kept: past the
+bound, the client holding the most ended ids gives up its oldest (ties: the one whose
+oldest ended first, then the lower id), so a client ending sessions without end only
+ever pushes out its own. Past either, the id is forgotten like an expired session.
 Snapshot section ``ended_sessions`` (``[[session, ended_ms], ...]`` oldest ended
 first, left out while there is none).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import TYPE_CHECKING, Any
 
 from ..errors import shown
 from . import ops
-from .client_sessions import CLIENT_SESSION_BASE
+from .client_sessions import CLIENT_SESSION_BASE, owner_of
 from .family import Family, Section
 from .ops import OpError, OpRefused
 
@@ -40,12 +42,13 @@ ENDED = OpError("session_ended", "this client session was ended (its client clos
 
 class EndedSessions:
     """The ids of the client sessions ended lately, with the stamp each ended at, oldest
-    ended first."""
+    ended first; ``by_owner`` holds each client's (by owner tag), oldest ended first."""
 
-    __slots__ = ("ended",)
+    __slots__ = ("by_owner", "ended")
 
     def __init__(self) -> None:
         self.ended: OrderedDict[int, int] = OrderedDict()
+        self.by_owner: dict[int, deque[int]] = {}
 
     def __contains__(self, sid: object) -> bool:
         return sid in self.ended
@@ -55,10 +58,31 @@ class EndedSessions:
 
     def add(self, sid: int, now: int) -> None:
         ended = self.ended
+        owner = owner_of(sid)
+        held = self.by_owner.get(owner)
+        if held is None:
+            held = self.by_owner[owner] = deque()
+        elif sid in ended:
+            held.remove(sid)
         ended[sid] = now
         ended.move_to_end(sid)
+        held.append(sid)
         while len(ended) > ENDED_KEPT:
-            ended.popitem(last=False)
+            self._forget_oldest(self._most_holding())
+
+    def _most_holding(self) -> int:
+        """The owner holding the most ended ids (ties: the one whose oldest ended first,
+        then the one with the lower id)."""
+        ended, by_owner = self.ended, self.by_owner
+        return min(by_owner, key=lambda owner: (
+            -len(by_owner[owner]), ended[by_owner[owner][0]], by_owner[owner][0]))
+
+    def _forget_oldest(self, owner: int) -> None:
+        """Forget ``owner``'s oldest ended id."""
+        held = self.by_owner[owner]
+        del self.ended[held.popleft()]
+        if not held:
+            del self.by_owner[owner]
 
     def expire(self, horizon: int) -> None:
         """Forget the ids ended before ``horizon`` (ms)."""
@@ -67,7 +91,7 @@ class EndedSessions:
             sid, stamp = next(iter(ended.items()))
             if stamp >= horizon:
                 return
-            del ended[sid]
+            self._forget_oldest(owner_of(sid))  # the oldest of all is its owner's oldest
 
 
 def _outside(sm: StateMachine, args: list[Any]) -> Any:

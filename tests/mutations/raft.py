@@ -275,11 +275,19 @@ MUTATIONS = [
     Mutation(
         "take-room-feature-unrequired", "lazily_queue/raft/features.py",
         "                               GIVE_BACK_CHECKED_FEATURE,\n"
-        "                               TAKE_ROOM_FEATURE})",
-        "                               GIVE_BACK_CHECKED_FEATURE})",
+        "                               TAKE_ROOM_FEATURE,\n",
+        "                               GIVE_BACK_CHECKED_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member taking a sized take whole is refused at the handshake"),
+    Mutation(
+        "ended-by-owner-feature-unrequired", "lazily_queue/raft/features.py",
+        "                               TAKE_ROOM_FEATURE,\n"
+        "                               ENDED_BY_OWNER_FEATURE})",
+        "                               TAKE_ROOM_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member forgetting the oldest ended session of all is refused at the handshake"),
     Mutation(
         "batch-half-proposed", "lazily_queue/raft/calls.py",
         "            for proposal, fut in calls:\n"

@@ -262,6 +262,14 @@ MUTATIONS = [
          "test_an_op_under_an_ended_session_is_refused_and_not_applied_again",),
         "a retried op under an ended session is applied again in a fresh session"),
     Mutation(
+        "ended-ids-forgotten-oldest-of-all", "lazily_queue/replicated/session_end.py",
+        "            self._forget_oldest(self._most_holding())",
+        "            self._forget_oldest(owner_of(next(iter(ended))))",
+        ("tests/replicated/test_ended_by_owner.py::"
+         "test_a_client_ending_sessions_without_end_pushes_out_only_its_own",),
+        "a client ending sessions without end pushes out another's ended id, whose late "
+        "retry then applies again"),
+    Mutation(
         "forgotten-registered-session-opened-again", "lazily_queue/replicated/state_machine.py",
         "        if registered:  # forgotten: never opened by an op",
         "        if False:",

@@ -1,0 +1,99 @@
+"""Past the bound on ended client session ids, the client holding the most gives up its
+oldest: a client ending sessions without end never pushes out another's ended id, so a
+late retry of that other client's op is still refused, never applied in a fresh
+session; every replica, restored from a snapshot or not, forgets the same ids."""
+
+from __future__ import annotations
+
+from itertools import count
+from typing import Any
+
+import pytest
+
+from lazily_queue.raft.batch import encode_command
+from lazily_queue.replicated import ops, session_end
+from lazily_queue.replicated.client_sessions import (
+    CLIENT_SESSION_BASE,
+    OWNER_SHIFT,
+    owner_tag,
+)
+from lazily_queue.replicated.state_machine import SESSION_TTL_MS, StateMachine
+
+_members = count(1)
+_ids = count(1)
+
+
+def _sid(client: str) -> int:
+    """A fresh session id of ``client`` (the form clients of protocols 3 and 4 choose)."""
+    return CLIENT_SESSION_BASE + (owner_tag(client) << OWNER_SHIFT) + next(_ids)
+
+
+def _client(sm: StateMachine, sid: int, seq: int, code: int, *args: Any,
+            stamp: int = 1_000) -> Any:
+    result = sm.apply(encode_command(next(_members), 0,
+                                     [[1, ops.CLIENT_OP, sid, seq, 0, code, *args]]), stamp)
+    assert isinstance(result, list)
+    return result[0]
+
+
+def _ended(sm: StateMachine, client: str, stamp: int = 1_000) -> int:
+    sid = _sid(client)
+    _client(sm, sid, 1, ops.QUEUE_PUSH, "q", client, stamp=stamp)
+    assert _client(sm, sid, 2, ops.SESSION_END, stamp=stamp) is None
+    return sid
+
+
+@pytest.fixture
+def sm(monkeypatch: pytest.MonkeyPatch) -> StateMachine:
+    monkeypatch.setattr(session_end, "ENDED_KEPT", 8)
+    machine = StateMachine()
+    machine.apply(encode_command(next(_members), 0, [[1, ops.QUEUE_DECLARE, "q", None]]), 1)
+    return machine
+
+
+def test_a_client_ending_sessions_without_end_pushes_out_only_its_own(
+        sm: StateMachine) -> None:
+    web = _ended(sm, "web")
+    flood = [_ended(sm, "flood", stamp=2_000 + n) for n in range(100)]
+    assert web in sm.ended and len(sm.ended) == 8
+    assert list(sm.ended.ended) == [web, *flood[-7:]]
+    # A retry of web's push, late through another member: refused, not applied again.
+    assert _client(sm, web, 1, ops.QUEUE_PUSH, "q", "web", stamp=3_000) == session_end.ENDED
+    assert sm.queues["q"].elements().count("web") == 1
+
+
+def test_the_client_holding_the_most_gives_up_its_oldest(sm: StateMachine) -> None:
+    web = [_ended(sm, "web", stamp=n) for n in range(6)]
+    cron = [_ended(sm, "cron", stamp=10 + n) for n in range(2)]
+    late = [_ended(sm, "cron", stamp=20 + n) for n in range(3)]
+    # web gave up its 2 oldest while it held the most, then cron its oldest.
+    assert list(sm.ended.ended) == [*web[2:], cron[1], *late]
+    api = _ended(sm, "api", stamp=30)  # web and cron hold 4 each: web's oldest is older
+    assert list(sm.ended.ended) == [*web[3:], cron[1], *late, api]
+
+
+def test_a_single_client_gives_up_its_oldest_as_before(sm: StateMachine) -> None:
+    sids = [_ended(sm, "web", stamp=n) for n in range(20)]
+    assert list(sm.ended.ended) == sids[-8:]
+
+
+def test_a_restored_replica_forgets_the_same_ended_ids(sm: StateMachine) -> None:
+    for n in range(5):
+        _ended(sm, "web", stamp=n)
+        _ended(sm, "cron", stamp=n)
+    copy = StateMachine()
+    copy.restore(sm.capture())
+    for machine in (sm, copy):
+        for client in ("cron", "web", "cron", "web", "api", "web"):
+            sid = CLIENT_SESSION_BASE + (owner_tag(client) << OWNER_SHIFT) + 1_000 + len(
+                machine.ended.ended)
+            _client(machine, sid, 1, ops.SESSION_END, stamp=50)
+    assert copy.capture()["ended_sessions"] == sm.capture()["ended_sessions"]
+    assert copy.ended.by_owner == sm.ended.by_owner
+
+
+def test_expiry_keeps_each_clients_ids_in_order(sm: StateMachine) -> None:
+    old = [_ended(sm, client, stamp=n) for n, client in enumerate(["web", "cron", "web"])]
+    new = _ended(sm, "cron", stamp=SESSION_TTL_MS + 10)
+    assert list(sm.ended.ended) == [new] and old[0] not in sm.ended
+    assert {k: list(v) for k, v in sm.ended.by_owner.items()} == {owner_tag("cron"): [new]}
