@@ -1,11 +1,12 @@
 """``python -m older_version node ...``: ``lazily-queue`` as the version before the
-newest handshake feature (it neither has nor requires it), for the node-process tests."""
+newest required handshake feature (it neither has nor requires it), for the
+node-process tests."""
 
 import sys
 
-from lazily_queue.raft import mesh
+from lazily_queue.raft import features, mesh
 
-mesh.REQUIRED_FEATURES = mesh.REQUIRED_FEATURES - {mesh.SESSION_END_FEATURE}
+mesh.REQUIRED_FEATURES = mesh.REQUIRED_FEATURES - {features.ENDED_BY_OWNER_FEATURE}
 
 from lazily_queue.cli import main  # noqa: E402
 
