@@ -99,7 +99,9 @@ def _pop(session: Session, entry: Any) -> Pop:
         size = result_size(result, BYTES)
     if size > BYTES:
         raise ValueError(f"pop {seq} holds a result over the record's {BYTES:,} bytes")
-    positions = {i: n for n, (i, _, _) in enumerate(found)}
+    positions: dict[int, int] = {}
+    for n, (i, _, _) in enumerate(found):  # an id handed out twice: held as its first copy
+        positions.setdefault(i, n)
     left: dict[int, int] = {}
     for i in ids:
         if type(i) is not int or i not in positions or i in left:

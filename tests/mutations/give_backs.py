@@ -55,4 +55,12 @@ MUTATIONS = [
         ("tests/client/test_client_give_back_processes.py",),
         "a consume-only client's element given back through two members at once goes back "
         "once"),
+    Mutation(
+        "popped-snapshot-last-copy", "lazily_queue/replicated/session_popped_snapshot.py",
+        "        positions.setdefault(i, n)\n",
+        "        positions[i] = n\n",
+        ("tests/replicated/test_session_popped.py::"
+         "test_a_snapshot_restores_an_element_popped_twice_as_its_first_copy",),
+        "a snapshot restores a session's pop of two copies of one id as the log noted it: "
+        "the first copy, its value what every member's gate checks a give-back against"),
 ]

@@ -125,6 +125,27 @@ def test_a_pop_handing_out_one_element_twice_notes_it_once() -> None:
         assert _held(replica) == [("q", 1)] and replica.popped.count == 1
 
 
+def test_a_snapshot_restores_an_element_popped_twice_as_its_first_copy() -> None:
+    """One id given back twice under two values: the session's pop of both copies holds
+    the element as its first copy, and so does the record a snapshot restores (a member's
+    gate reads the same value as its peers')."""
+    sm = StateMachine()
+    _apply(sm, [ops.POPPED_CHECKING])
+    _queue(sm, "a", "b")
+    _apply(sm, [ops.QUEUE_POP_STAMPED, "q", 1])
+    _apply(sm, [ops.QUEUE_UNPOP_STAMPED, "q", ["a"], [[0, 1, 1_000]]],
+           [ops.QUEUE_UNPOP_STAMPED, "q", ["other"], [[0, 1, 1_000]]])
+    [result] = _apply(sm, _client(1, ops.QUEUE_POP_STAMPED, "q", 3))
+    assert result[0] == ["other", "a", "b"]
+    restored = StateMachine()
+    restored.restore(sm.capture())
+    for replica in (sm, restored):
+        record = replica.popped.of(CLIENT)
+        pop = None if record is None else record.find("q", 0)
+        assert pop is not None and pop.left == {0: 0, 1: 2}
+        assert pop.element(0) == ("other", None) and pop.stamp(0) == 1_000
+
+
 def test_past_the_bound_a_clients_many_small_sessions_give_up_before_anothers_large_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """One client popping many small elements under many sessions went past the elements
