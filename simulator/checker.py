@@ -22,8 +22,9 @@ recorded result must be the model's. On top of that:
   queued (:mod:`.session_givers`); a checked give-back applies as the session's record
   of popped elements allows, alike on every replica (:mod:`.checked_give_backs`);
 - queue: FIFO in commit order, every acknowledged push popped once or still queued;
-  message ids unique, assigned in push order, kept when given back, and no element
-  enqueued later than it is popped (:mod:`.queue_ids`);
+  message ids unique, assigned in push order, kept when given back (a producer may
+  give one back twice: then each copy handed out once, :mod:`.doubled_give_backs`),
+  and no element enqueued later than it is popped (:mod:`.queue_ids`);
 - work queue: at most one live delivery per item; once drained every item is acked
   or dead-lettered;
 - consumer groups (:mod:`.group_model`): each group's work queue is fed every element
@@ -69,6 +70,7 @@ from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .checked_give_backs import CheckedGiveBacks
 from .client import FAILED, OK, QUEUE, TOPIC, WORK, Observed
+from .doubled_give_backs import DoublingProducer
 from .ephemeral_sessions import EphemeralSessionsModel
 from .expiry import TTL_QUEUE, ExpiryModel
 from .group_expiry import AGE_MS, GROUP, GROUP_QUEUE, GROUP_TOPIC
@@ -128,7 +130,8 @@ class Checker(TopicChecks, QueueChecks):
         self.ops = 0
         self.deduplicated = 0
         self.once = OnceModel()
-        self.ids = QueueIdModel()
+        self.ids = QueueIdModel([cl.session for cl in clients
+                                 if isinstance(cl, DoublingProducer)])
         self.txns = TxnModel()
         self.groups = GroupModels()
         self.expiry = ExpiryModel()

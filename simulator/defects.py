@@ -7,6 +7,7 @@ fixture can be checked to fail without it and pass with it.
 from __future__ import annotations
 import __future__
 
+import importlib
 import inspect
 import re
 import textwrap
@@ -153,24 +154,32 @@ def _stored_snapshot_unchecked() -> Callable[[], None]:
     return _swap(replica, "check_stored_state", unchecked)
 
 
-def _driver_without(name: str, fix: str, instead: str) -> Callable[[], Callable[[], None]]:
-    """``Driver.<name>`` recompiled from its source with its fix (the regular expression
-    ``fix``, found once) replaced by ``instead``: the code as it was before the fix."""
+def _method_without(module: str, owner: str | None, name: str, fix: str, instead: str
+                    ) -> Callable[[], Callable[[], None]]:
+    """``<owner>.<name>`` of ``module`` (``owner`` ``None``: the module's function
+    ``name``) recompiled from its source with its fix (the regular expression ``fix``,
+    found once) replaced by ``instead``: the code as it was before the fix."""
 
     def undo() -> Callable[[], None]:
-        from lazily_queue.raft import driver
-
-        source = textwrap.dedent(inspect.getsource(getattr(driver.Driver, name)))
+        found_in = importlib.import_module(module)
+        holder = found_in if owner is None else getattr(found_in, owner)
+        source = textwrap.dedent(inspect.getsource(getattr(holder, name)))
         before, found = re.subn(fix, instead, source, flags=re.S)
         if found != 1:
-            raise RuntimeError(f"Driver.{name}: the fix to undo is not found in its source")
+            raise RuntimeError(f"{owner or module}.{name}: the fix to undo is not found in "
+                               "its source")
         made: dict[str, Any] = {}
-        code = compile(before, driver.__file__, "exec", flags=__future__.annotations.compiler_flag,
-                       dont_inherit=True)
-        exec(code, vars(driver), made)
-        return _swap(driver.Driver, name, made[name])
+        code = compile(before, str(found_in.__file__), "exec",
+                       flags=__future__.annotations.compiler_flag, dont_inherit=True)
+        exec(code, vars(found_in), made)
+        return _swap(holder, name, made[name])
 
     return undo
+
+
+def _driver_without(name: str, fix: str, instead: str) -> Callable[[], Callable[[], None]]:
+    """``Driver.<name>`` with its fix undone (:func:`_method_without`)."""
+    return _method_without("lazily_queue.raft.driver", "Driver", name, fix, instead)
 
 
 def _txn_check_ignores_due() -> Callable[[], None]:
@@ -215,6 +224,19 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
         r"None:\n(?:[ ]*#[^\n]*\n)*[ ]*on_orphan\(result\)", ""),
     "txn-counts-due-delayed": _txn_check_ignores_due,
     "popped-record-in-snapshots": _popped_record_not_in_snapshots,
+    # A client session's pop taking two copies of one id (a producer gave it back twice)
+    # takes the first off its record before noting it: a KeyError fails the entry.
+    "pop-holding-an-id-twice": _method_without(
+        "lazily_queue.replicated.session_popped", "SessionPopped", "_popped",
+        r"held = index\.get\(key\)\n[ ]*if held == seq:[^\n]*\n[ ]*position \+= 1\n"
+        r"[ ]*continue\n[ ]*if held is not None:", "if key in index:"),
+    # A snapshot's pop holding an id twice restores it as its last copy, where the log
+    # noted its first: a member's gate reads another value than its peers'.
+    "popped-snapshot-first-copy": _method_without(
+        "lazily_queue.replicated.session_popped_snapshot", None, "_pop",
+        r"positions: dict\[int, int\] = \{\}\n[ ]*for n, \(i, _, _\) in "
+        r"enumerate\(found\):[^\n]*\n[ ]*positions\.setdefault\(i, n\)",
+        "positions = {i: n for n, (i, _, _) in enumerate(found)}"),
 }
 
 

@@ -9,7 +9,8 @@
   the bound): nothing is lost by it.
 - No queue element was delivered to two consumers: across every consumer, an element
   is handed out at most as often as it was pushed (a consumer's pops that returned it,
-  less the elements it put back at the head).
+  less the elements it put back at the head; a producer giving an element back twice
+  gives one copy more than it took: :mod:`.doubled_give_backs`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.session_results import NOT_KEPT
 
 from .client import FAILED, OK, Client
+from .doubled_give_backs import DoublingProducer
 from .history import History, Violation
 from .session_client import SessionClient, SessionConsumer
 from .session_givers import SessionGiver
@@ -55,6 +57,8 @@ def delivered(client: Client) -> Counter[Any]:
     """The queue elements ``client`` was handed and kept."""
     if isinstance(client, SessionConsumer):
         return Counter(client.delivered)
+    if isinstance(client, DoublingProducer):  # less than nothing for a copy it made
+        return client.net
     if isinstance(client, SessionGiver):  # handed out, or kept as it died or was refused
         kept = Counter(client.handed)
         for values in client.stranded.values():

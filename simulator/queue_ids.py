@@ -4,13 +4,17 @@ A model beside the checker's queue: each push takes the next id and the leader t
 its entry; a stamped pop (``QUEUE_POP_STAMPED``) must answer exactly the ids and stamps
 of the elements it takes, none stamped later than the pop; a stamped give-back
 (``QUEUE_UNPOP_STAMPED``) must return each element under the id and stamp it was
-pushed with, and no id is ever in the queue twice. The older give-backs
+pushed with, a copy of it handed out and not given back since: no id is in the queue
+more often than it was pushed, but where a doubling producer (its ``doubling``
+session) gave it back more often than it took it, each copy once (and may have given a
+copy another value: :mod:`.doubled_give_backs`). The older give-backs
 (``QUEUE_UNPOP(_MANY)``) number elements afresh (their stamp is not checked).
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Collection
 from typing import Any
 
 from lazily_queue.core import ids
@@ -24,11 +28,18 @@ Tag = tuple[int, int | None]
 class QueueIdModel:
     """Ids and stamps of the elements of the model queue, in FIFO order."""
 
-    def __init__(self) -> None:
+    def __init__(self, doubling: Collection[int] = ()) -> None:
         self.next_id = 0
         self.tags: deque[Tag] = deque()
         self.pushed: dict[int, tuple[Any, int | None]] = {}
         self.checked_pops = 0
+        self.doubling = frozenset(doubling)
+        #: Per id, its copies handed out and not given back; of those, per ``(session,
+        #: id)``, a doubling session's.
+        self.out: Counter[int] = Counter()
+        self.own: Counter[tuple[int, int]] = Counter()
+        #: Per id, the other values a doubling session gave it back with.
+        self.forged: dict[int, set[Any]] = {}
 
     def _fresh(self) -> int:
         i = self.next_id
@@ -48,7 +59,11 @@ class QueueIdModel:
 
     def pop(self, op: AppliedOp, count: int, now: int, stamped: bool) -> None:
         taken = [self.tags.popleft() for _ in range(count)]
+        doubling = op.session in self.doubling
         for i, stamp in taken:
+            self.out[i] += 1
+            if doubling:
+                self.own[op.session, i] += 1
             if stamp is not None and stamp > now:
                 raise Violation(f"index {op.index}: element {i} enqueued at {stamp}, after "
                                 f"its delivery at {now}")
@@ -64,14 +79,23 @@ class QueueIdModel:
 
     def unpop_stamped(self, op: AppliedOp, values: list[Any], runs: list[Any]) -> None:
         back = list(ids.expand(runs))
-        held = {i for i, _ in self.tags}
+        doubling = op.session in self.doubling
         for (i, stamp), value in zip(back, values, strict=True):
             first = self.pushed.get(i)
-            if first is None or first[0] != value or first[1] not in (None, stamp) or (
-                    i in held):
+            if first is None or first[1] not in (None, stamp) or not (
+                    first[0] == value or doubling or value in self.forged.get(i, ())):
                 raise Violation(f"index {op.index}: element {value!r:.40} given back as id "
                                 f"{i} stamp {stamp}, pushed as {first!r:.60}")
-            held.add(i)
+            if doubling and value != first[0]:
+                self.forged.setdefault(i, set()).add(value)
+            if doubling and not self.own[op.session, i]:
+                continue  # a copy more
+            if not self.out[i]:
+                raise Violation(f"index {op.index}: element {value!r:.40} given back as id "
+                                f"{i} stamp {stamp}, no copy of which was handed out")
+            self.out[i] -= 1
+            if doubling:
+                self.own[op.session, i] -= 1
         self.tags.extendleft(reversed(back))
 
     def check_final(self, state: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from .cancelled_pops import CancellingConsumer
 from .client import GROUPS
 from .cluster import Cluster
+from .doubled_give_backs import DoublingProducer
 from .ephemeral_sessions import EphemeralSessionClient
 from .expiry import TtlClient
 from .forgotten_sessions import ForgettingClient
@@ -124,6 +125,7 @@ def make_clients(s: Scenario, c: Cluster, seeds: random.Random, groups: bool) ->
         (s.session_takers, 8017, 461, "tk", lambda cid, r, i: SessionTaker(cid, c, r)),
         (s.forgetting_clients if s.registered_sessions else 0, 8011, 457, "fs",
          lambda cid, r, i: ForgettingClient(cid, c, r)),
+        (s.doubling_producers, 8053, 467, "dp", lambda cid, r, i: DoublingProducer(cid, c, r)),
     ]
     for count, factor, offset, prefix, make in apart:
         for i in range(count):

@@ -110,6 +110,9 @@ class Scenario:
     #: Cluster clients taking large elements several takes at once under one session,
     #: past what it keeps (:mod:`.session_takes`), seeded apart likewise.
     session_takers: int = 0
+    #: Cluster clients giving one popped element back twice, as a client with the produce
+    #: permission may (:mod:`.doubled_give_backs`), seeded apart likewise.
+    doubling_producers: int = 0
     clients: dict[str, int] = field(default_factory=dict)
     faults: list[dict[str, Any]] = field(default_factory=list)
 
@@ -153,6 +156,8 @@ DEFAULT_CLIENTS = {
 #: The share of seeds run by one member alone (the embedded default: a leader with no
 #: follower, see :mod:`lazily_queue.raft.leading`).
 ONE_MEMBER = 0.15
+#: The share of seeds with a producer giving elements back twice (:mod:`.doubled_give_backs`).
+DOUBLING = 0.5
 #: The faults a member alone can meet: none needs a second member, and none damages a
 #: durable record (a lone member holds the only copy; nothing can repair it).
 LONE_FAULTS = {"crash": 4, "pause": 2, "clock": 2, "power": 1, "disk_full": 2,
@@ -203,6 +208,8 @@ def generate(seed: int) -> Scenario:
     if rng.random() < ONE_MEMBER:  # drawn after the rest: the other seeds stay as they were
         s.nodes = 1
         s.faults = _schedule(rng, s)
+    # Drawn apart: the other draws of every seed stay as they were.
+    s.doubling_producers = int(random.Random(seed * 8059 + 3).random() < DOUBLING)
     return s
 
 

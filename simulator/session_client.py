@@ -34,6 +34,7 @@ from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.state_machine import CLIENT_SESSION_BASE
 
 from .client import FAILED, OK, QUEUE, TOPIC, UNKNOWN, WORK, Client, Host, Observed
+from .history import Violation
 
 #: The share of operations also sent through a second member while the first is in flight.
 DOUBLE_SEND = 0.15
@@ -118,7 +119,9 @@ class SessionClient(Client):
 
     def _done(self, obs: Observed) -> None:
         if obs.outcome == OK and self.grouped:
-            assert isinstance(obs.result, list) and len(obs.result) == 1, obs.result
+            if not (isinstance(obs.result, list) and len(obs.result) == 1):
+                raise Violation(f"{self.cid}: its group of one op (seq {obs.seq}, "
+                                f"{C.op_name(obs.code)}) was answered {obs.result!r:.100}")
             obs.result = obs.result[0]  # the group's results: this op's alone
         if obs.outcome == OK:
             self.pending = None

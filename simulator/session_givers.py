@@ -241,7 +241,7 @@ class SessionGiver(SessionClient):
         if seq in self.twice:  # the other may have given them back
             self.twice_refused[seq] = list(args[1])
             return False
-        self._refused_holding(link.node, seq)
+        self._refused_holding(link.node, seq, args)
         if seq in self.unanswered:
             self.refused_seqs[seq] = list(args[1])
         else:
@@ -249,14 +249,18 @@ class SessionGiver(SessionClient):
             self.stranded["refused"].extend(args[1])
         return False
 
-    def _refused_holding(self, n: str, seq: int) -> None:
-        """Note the give-back ``seq`` member ``n``'s gate refused if ``n`` holds the pop it
-        gives back from as applied in the session."""
+    def _refused_holding(self, n: str, seq: int, args: list[Any]) -> None:
+        """Note the give-back ``seq`` (``args``) member ``n``'s gate refused if ``n`` holds
+        the pop it gives back from as applied in the session, unless the pop handed out
+        an id twice and ``args`` give it back twice, or as another copy than the first
+        (the record holds the element once, as its first copy)."""
         node = self.sim.nodes[n]
         if (node.view is None or node.replica is None
                 or not node.view.client_op_applied(self.session, self.held_pop)):
             return  # it has not applied the pop yet, or no longer holds the session
         pop = self.sim.history.results.get((self.session, self.held_pop))
+        if pop is not None and _copies_refused(pop.result, args):
+            return
         first = node.replica.journal.first_index
         self.refused_holding.append(
             f"give-back (seq {seq}) refused by {n} (incarnation {node.incarnation}), which "
@@ -315,3 +319,15 @@ class SessionGiver(SessionClient):
         n = min(n, len(values))
         self.handed.extend(values[:n])
         self.held = (values[n:], ids.tail(runs, len(values) - n)) if n < len(values) else None
+
+
+def _copies_refused(popped: Any, args: list[Any]) -> bool:
+    """Whether a give-back ``args`` of what a pop answering ``popped`` handed out names an
+    id twice, or a value other than the pop's first copy of its id (a producer gave it
+    back twice: :mod:`.doubled_give_backs`)."""
+    first: dict[int, Any] = {}
+    for (i, _), value in zip(ids.expand(popped[1]), popped[0], strict=True):
+        first.setdefault(i, value)
+    named = list(zip(ids.expand(args[2]), args[1], strict=True))
+    return len({i for (i, _), _ in named}) < len(named) or any(
+        first.get(i, value) != value for (i, _), value in named)

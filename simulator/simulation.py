@@ -20,6 +20,7 @@ from .checker import Checker
 from .client import GROUPS
 from .cluster import MAINTENANCE, Cluster
 from .deliveries import check_session_answers, check_single_delivery
+from .doubled_give_backs import check_doubles, check_records, record_views
 from .faults import Faults
 from .give_back_checks import check_give_backs
 from .given_back import check_given_back
@@ -80,6 +81,8 @@ class Simulation:
         self.taken = self.no_room = 0
         #: What :func:`~.give_back_checks.check_give_backs` checked.
         self.give_backs: dict[str, int] = {}
+        #: What :func:`~.doubled_give_backs.check_doubles` saw.
+        self.doubles: dict[str, int] = {}
         self._next_drain_check = 0.0
 
     # -- set-up ---------------------------------------------------------------------------
@@ -225,6 +228,8 @@ class Simulation:
                 diff = sorted(k for k in state if state.get(k) != first.get(k))
                 raise Violation(f"replica {n} differs from replica {c.node_ids[0]} after "
                                 f"convergence in {diff}")
+        check_records({n: record_views(node.view, states[n]) for n, node in c.nodes.items()
+                       if node.view is not None})
         self.final_state = first
 
     def _status(self) -> str:
@@ -245,6 +250,7 @@ class Simulation:
         checker.replay()
         checker.check_clients()
         self.session_answers = check_session_answers(self.cluster.history, self.clients)
+        self.doubles = check_doubles(self.cluster.history, self.clients)
         self.kept = check_single_delivery(checker.pushes, self.clients)
         self.taken, self.no_room = check_takers(self.clients)
         self.given_back = check_given_back(self.cluster.history, self.clients, self.cluster)

@@ -62,6 +62,8 @@ def checked_stats(sim: Simulation, checker: Checker) -> dict[str, Any]:
     stats["orphan_give_backs_unproposed"] = sum(cl.unproposed for cl in cancelling)
     for key, value in sim.give_backs.items():
         stats[f"giver_{key}"] = value
+    for key, value in sim.doubles.items():
+        stats[f"doubles_{key}"] = value
     stats["txn_due_applied"] = checker.txn_options.due_applied
     stats["txn_due_refused"] = checker.txn_options.due_refused
     stats["txn_ttl_applied"] = checker.txn_options.ttl_applied
