@@ -50,4 +50,6 @@ class FSM(Protocol):
     def leading_ops(self) -> list[tuple[int, list[Any]]]:
         """The ops (``code``, ``args``) a member proposes as it becomes leader, read from
         the state as it stands then: appended right after the entry starting its term,
-        before anything else proposed in the term (``[]``: none)."""
+        before anything else proposed in the term (``[]``: none). Each is a marker: one
+        its log holds already past what it applied (which all it proposes in the term
+        follows) is not proposed again."""

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import entries, patches
+from .batch import CommandError, decode_command
 from .durable_commit import durable_majority_index
 from .prevote import LEADER
 
@@ -46,6 +47,37 @@ def _append(engine: Any, batch: bytes, callback: Any, stamp: int) -> None:
     term = engine._SyncObj__raftCurrentTerm
     journal.add(entries.encode(batch, stamp), index, term)
     engine._SyncObj__commandsWaitingCommit[index].append((term, callback))
+
+
+#: The largest batch :func:`logged_codes` reads: a leader's few ops of its own.
+SMALL_BATCH = 64
+
+
+def unlogged(ops: list[tuple[int, list[Any]]], journal: Any, after: int
+             ) -> list[tuple[int, list[Any]]]:
+    """The leading ``ops`` (``(code, args)``, markers: :meth:`~.fsm.FSM.leading_ops`)
+    whose code no small command batch of ``journal`` past index ``after`` holds."""
+    if not ops:
+        return ops
+    logged = logged_codes(journal, after)
+    return [op for op in ops if op[0] not in logged]
+
+
+def logged_codes(journal: Any, after: int) -> set[int]:
+    """The op codes of the small command batches (:data:`SMALL_BATCH` bytes at most, as
+    the ops a leader appends first in its term are) ``journal`` holds past index
+    ``after``."""
+    codes: set[int] = set()
+    start = max(0, after + 1 - journal.first_index)
+    for entry, _index, _term in journal[start:len(journal)]:
+        command = (entries.command_of(entry)
+                   if len(entry) <= entries.HEAD_SIZE + SMALL_BATCH else None)
+        if command is not None:
+            try:
+                codes.update(op[1] for op in decode_command(command[1])[2])
+            except CommandError:
+                continue
+    return codes
 
 
 def lead_first(engine: Any, first: Callable[[], list[tuple[bytes, Any]]]) -> None:

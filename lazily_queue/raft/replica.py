@@ -30,6 +30,7 @@ from .engine import LEADER, STATE_NAMES, RaftEngine
 from .errors import ProposalRejected
 from .fsm import FSM
 from .journal import DurableJournal
+from .leading import unlogged
 from .outcome import MAYBE_APPLIED, Answer, Outcome
 from .proposals import Proposal, ReplicaConfig, commit_deadline
 from .ready import NOTHING, Completion, Ready
@@ -286,11 +287,12 @@ class Replica(ReplicaWaiters):
         return payload, functools.partial(self._on_result, batch, attempts)
 
     def _leading(self) -> list[tuple[bytes, Answer]]:
-        """The command of the state machine's :meth:`~.fsm.FSM.leading_ops` (``[]``: none),
-        each op waiting an attempt's timeout to commit, its result dropped."""
+        """The command of the state machine's :meth:`~.fsm.FSM.leading_ops` not logged yet
+        (``[]``: none), each op waiting an attempt's timeout to commit, its result dropped."""
         batch = [self.propose(code, args, timeout=self.config.attempt_timeout,
                               on_done=lambda _result, _error: None)
-                 for code, args in self.fsm.leading_ops()]
+                 for code, args in unlogged(self.fsm.leading_ops(), self.journal,
+                                            self.engine.last_applied)]
         return [self._command(batch, self.clock())] if batch else []  # its queue drops them
 
     def _on_result(

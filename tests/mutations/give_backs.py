@@ -63,4 +63,12 @@ MUTATIONS = [
          "test_a_snapshot_restores_an_element_popped_twice_as_its_first_copy",),
         "a snapshot restores a session's pop of two copies of one id as the log noted it: "
         "the first copy, its value what every member's gate checks a give-back against"),
+    Mutation(
+        "popped-checking-proposed-again", "lazily_queue/raft/leading.py",
+        "    return [op for op in ops if op[0] not in logged]\n",
+        "    return ops\n",
+        ("tests/raft/test_leading_ops.py::"
+         "test_a_leader_that_has_not_applied_the_marker_in_its_log_proposes_it_no_more",),
+        "a member elected before it applied its log, which holds POPPED_CHECKING, appends no "
+        "second one (a no-op entry per such election)"),
 ]

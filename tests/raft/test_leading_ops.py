@@ -59,3 +59,28 @@ def test_a_leader_of_a_checking_state_proposes_nothing_first(tmp_path: Path) -> 
         raise AssertionError("leadership did not move")
     second = m.replicas[leaders[0]]
     assert _term_ops(second) == [[]]  # the no-op starting its term alone
+
+
+def test_a_leader_that_has_not_applied_the_marker_in_its_log_proposes_it_no_more(
+        tmp_path: Path) -> None:
+    """Every member restarts from its log (snapshots aside, nothing applied): the one
+    elected holds POPPED_CHECKING in its log past what it applied, and proposes nothing
+    first in its term; the state it then applies is checking."""
+    m = Manual(tmp_path)
+    m.declare_queue(m.elect())
+    assert all(view.popped_checking for view in m.views.values())
+    for node in m.ids:
+        m.start(node)
+    for a in m.ids:
+        for b in m.ids:
+            if a != b:
+                m.replicas[a].peer_connected(b, True)
+    m.in_flight = []
+    leader = m.elect()
+    for _ in range(10):
+        m.round()
+    assert _term_ops(m.replicas[leader]) == [[]]  # the no-op starting its term alone
+    assert all(view.popped_checking for view in m.views.values())
+    logged = [entries.command_of(command) for command, _, _ in m.replicas[leader].journal[:]]
+    assert sum(op[1] == C.POPPED_CHECKING for decoded in logged if decoded is not None
+               for op in cbor2.loads(decoded[1])[3]) == 1
