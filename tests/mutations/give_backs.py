@@ -71,4 +71,13 @@ MUTATIONS = [
          "test_a_leader_that_has_not_applied_the_marker_in_its_log_proposes_it_no_more",),
         "a member elected before it applied its log, which holds POPPED_CHECKING, appends no "
         "second one (a no-op entry per such election)"),
+    Mutation(
+        "pop-of-two-copies-fails", "lazily_queue/replicated/session_popped.py",
+        "                if held == seq:  # a second copy (a producer gave it back twice): "
+        "held once\n",
+        "                if False:\n",
+        ("tests/replicated/test_session_popped.py::"
+         "test_a_pop_handing_out_one_element_twice_notes_it_once",),
+        "a client session's pop taking two copies of one id (a producer gave it back twice) "
+        "applies, the element held once in its record"),
 ]
