@@ -53,6 +53,26 @@ class TopicStreams(Generic[T]):
 
         await wait_until(unread, context=self.ctx)
 
+    async def _wait_past(self, reader: Slot[list[T] | None], subscriber: str,
+                         offset: int) -> None:
+        """Wait until ``subscriber``'s unread elements reach past ``offset``; raises
+        :class:`UnknownSubscriber` once the topic no longer knows ``subscriber``."""
+        def past() -> bool:
+            self._raise_if_stopped()
+            value = reader()
+            cursor = self._storage.cursor(subscriber)
+            if cursor is None:
+                if value is None:
+                    raise self._gone(subscriber)
+                return False
+            return cursor + len(value or ()) > offset
+
+        await wait_until(past, context=self.ctx)
+
+    def _resets(self) -> int:
+        """How many times the storage's state was installed anew (0 where it never is)."""
+        return cast(int, getattr(self._storage, "resets", 0))
+
     async def _known(self, subscriber: str) -> None:
         """Raise :class:`UnknownSubscriber` unless the topic knows ``subscriber`` (a
         broker's storage reads a mirror: it is refreshed before the id is called
@@ -102,8 +122,9 @@ class TopicStreams(Generic[T]):
         elements are read from this node's applied state, up to ``batch`` at a time
         (default :data:`DEFAULT_BATCH`), and the cursor moves past them in one commit
         once the element after the last of them is requested: an interrupted consumer
-        sees the uncommitted ones again (at least once; the window is the batch). Use
-        one stream per subscriber id.
+        sees the uncommitted ones again (at least once; the window is the batch). A
+        client's stream that links to a member which applied less goes on after the
+        last element it handed out. Use one stream per subscriber id.
         """
         async for value in self._stream(subscriber, batch, None):
             yield value
@@ -136,6 +157,7 @@ class TopicStreams(Generic[T]):
         if type(size) is not int or size < 1:
             raise ValueError(f"batch must be an int >= 1, got {shown(batch)}")
         await self._known(subscriber)
+        handed, resets = 0, self._resets()  # the offset past the last batch handed out
         while True:
             if self._sync is not None:
                 await self._wait_unread(reader, subscriber)
@@ -152,9 +174,19 @@ class TopicStreams(Generic[T]):
             self._raise_if_stopped()
             cursor = self._storage.cursor(subscriber)
             unread = self._storage.read_stream(subscriber, size)
+            if cursor is not None and cursor < handed and self._resets() != resets:
+                # The state was installed anew (a client linked to a member that applied
+                # less) behind what this stream handed out: go on from where it stopped.
+                ahead = handed - cursor
+                unread = (self._storage.read_stream(subscriber, ahead + size) or [])[ahead:]
+                if not unread:
+                    await self._wait_past(reader, subscriber, handed)
+                    continue
+                cursor = handed
             if not unread or cursor is None:
                 await self._wait_unread(reader, subscriber)
                 continue
+            resets = self._resets()
             expired = getattr(self._storage, "expired_offsets", None)
             gone = frozenset() if expired is None else expired(cursor, cursor + len(unread))
             if make is None and not gone:
@@ -164,4 +196,5 @@ class TopicStreams(Generic[T]):
                 for i, value in enumerate(unread):
                     if cursor + i not in gone:  # expired at this read: never handed out
                         yield value if make is None else make(cursor + i, value)
-            self._apply(await self._storage.advance_to(subscriber, cursor + len(unread)))
+            handed = cursor + len(unread)
+            self._apply(await self._storage.advance_to(subscriber, handed))

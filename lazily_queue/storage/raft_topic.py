@@ -72,6 +72,9 @@ class RaftTopicStorage(ReplicatedObject):
         self._ids_bound = 64  # then twice the ids held at the last look, and 64
         #: Set by the node: routes a group's events to its storage (groups need it).
         self.register_group: GroupRegistrar | None = None
+        #: How many times the whole state was installed anew (a client's mirror fetched
+        #: from a member it linked to, which may have applied less than the last one).
+        self.resets = 0
 
     def open_group(
         self, topic: str, group: str, *, visibility_timeout: float, max_deliveries: int,
@@ -155,6 +158,7 @@ class RaftTopicStorage(ReplicatedObject):
             self._keep_ids(set(self._core().subscriptions()))
 
     def on_reset(self) -> None:
+        self.resets += 1
         self.on_expired()
         now = set(self._core().subscriptions())
         before = self._ids
