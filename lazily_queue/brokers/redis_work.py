@@ -51,7 +51,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.work import Settlement, WorkQueueChangeListener
 from .batching import Coalescer
 from .codec import decode, encode
-from .errors import BrokerError
+from .errors import BrokerError, IncompatibleBrokerObject
 from .mirror import MAX_BATCH
 from .mirrors import WorkMirror, foreign_letter
 from .redis_once_scripts import ONCE_WINDOW_MS
@@ -148,6 +148,17 @@ class RedisWorkQueueStorage(WorkMirror):
         mask = change_mask(old, self._counts)
         if mask and self._listener is not None:
             self._listener(mask)
+
+    async def _ready_to_settle(self) -> None:
+        """Before a settlement: :meth:`_ready`, except that a declaration refused for what
+        the server became since (an eviction policy set meanwhile) does not stop it: the
+        leases it settles were made under a declaration that held, and settling them
+        keeps their items from coming back (a NATS work queue settles alike). One never
+        declared is refused where its script finds no consumer group."""
+        try:
+            await self._ready()
+        except IncompatibleBrokerObject:
+            pass
 
     async def _run(self, script: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script that needs the consumer group; when the server lost it (its keys
@@ -269,7 +280,7 @@ class RedisWorkQueueStorage(WorkMirror):
         splits = [split for d in deliveries if (split := split_delivery(d)) is not None]
         if not may_hold_leases(worker) or not splits:
             return 0
-        await self._ready()
+        await self._ready_to_settle()
         settler = self._settlers.get((worker, mode))
         if settler is None:
             settler = self._settlers[(worker, mode)] = Coalescer(
@@ -311,7 +322,7 @@ class RedisWorkQueueStorage(WorkMirror):
         splits = [split_delivery(d) if held else None for d in delivery_ids]
         valid = [split for split in splits if split is not None]
         if valid:
-            await self._ready()
+            await self._ready_to_settle()
         flags = iter(await self._send(worker, mode, valid) if valid else [])
         receipts: list[Receipt | None] = []
         at = time.time()

@@ -16,6 +16,7 @@ from lazily_queue import connect
 from lazily_queue.brokers import IncompatibleBrokerObject
 from lazily_queue.brokers.redis_eviction import CHECK_INTERVAL
 from lazily_queue.brokers.servers import BrokerServer
+from lazily_queue.reactive import wait_until
 
 from .conftest import fresh
 from .loopback_proxy import Forward, LoopbackProxy
@@ -154,6 +155,9 @@ async def test_a_redis_set_to_evict_keys_after_connect_refuses_the_objects_soon(
             orders = client.queue(fresh("evict"))
             await orders.push("first")
             empty = client.queue(fresh("evict-empty"))
+            jobs = client.work_queue(fresh("evict-jobs"), visibility_timeout=60)
+            await jobs.push("job")
+            leased = await jobs.claim("w")
             waiting = asyncio.ensure_future(empty.pop(timeout=30))
             await asyncio.sleep(0.3)
             await admin.config_set("maxmemory", 100 * 1024 * 1024)
@@ -166,10 +170,17 @@ async def test_a_redis_set_to_evict_keys_after_connect_refuses_the_objects_soon(
                 await orders.push("second")
             with pytest.raises(IncompatibleBrokerObject):
                 await orders.pop()
+            with pytest.raises(IncompatibleBrokerObject):
+                await jobs.push("refused")
+            # a lease made before is settled still, so its item does not come back
+            assert (await jobs.ack("w", leased.delivery_id)).outcome == "acked"
             await admin.config_set("maxmemory-policy", "noeviction")
             await asyncio.sleep(CHECK_INTERVAL + 0.5)
             await orders.push("second")
             assert await orders.pop() == "first"
+            # the server holds the job settled: none in flight, none pending
+            await wait_until(lambda: not jobs.in_flight_len() and not jobs.pending_len(),
+                             context=jobs.ctx, timeout=5)
     finally:
         await admin.config_set("maxmemory-policy", "noeviction")
         await admin.config_set("maxmemory", 0)
