@@ -60,12 +60,17 @@ class Manual:
         self.in_flight: list[Message] = []
         self.sent: list[Message] = []
         self.results: list[tuple[Any, BaseException | None]] = []
-        for node in ids:
+        self.restart_all()
+
+    def restart_all(self) -> None:
+        """Start every member from its journal, all linked, nothing in flight."""
+        for node in self.ids:
             self.start(node)
-        for a in ids:
-            for b in ids:
+        for a in self.ids:
+            for b in self.ids:
                 if a != b:
                     self.replicas[a].peer_connected(b, True)
+        self.in_flight = []
 
     def start(self, node: str) -> Replica:
         state_machine = StateMachine()

@@ -69,13 +69,7 @@ def test_a_leader_that_has_not_applied_the_marker_in_its_log_proposes_it_no_more
     m = Manual(tmp_path)
     m.declare_queue(m.elect())
     assert all(view.popped_checking for view in m.views.values())
-    for node in m.ids:
-        m.start(node)
-    for a in m.ids:
-        for b in m.ids:
-            if a != b:
-                m.replicas[a].peer_connected(b, True)
-    m.in_flight = []
+    m.restart_all()  # every member restarts from its journal
     leader = m.elect()
     for _ in range(10):
         m.round()

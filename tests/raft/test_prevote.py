@@ -104,13 +104,7 @@ def test_a_new_leader_after_the_leader_dies_and_after_a_full_restart(tmp_path: P
     assert len(elected) == 1
     assert cluster.replicas[elected[0]].engine.term > term
     assert all(_sent(cluster, n, "pre_vote") for n in elected)
-    for node in cluster.ids:  # every member restarts from its journal
-        cluster.start(node)
-    for a in cluster.ids:
-        for b in cluster.ids:
-            if a != b:
-                cluster.replicas[a].peer_connected(b, True)
-    cluster.in_flight = []
+    cluster.restart_all()  # every member restarts from its journal
     restarted = cluster.elect()
     cluster.propose(restarted, C.QUEUE_PUSH, ["q", "after"])
     _advance(cluster, 0.2)
