@@ -8,11 +8,13 @@ was not applied, as the first attempt may still apply."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from lazily_queue import ClientAccess, ClientGrant, OperationFailed, connect
+from lazily_queue import ClientAccess, ClientGrant, Message, OperationFailed, QueueCell, connect
 from lazily_queue.client import ClusterClient, popped
 from lazily_queue.client import protocol as P
 from lazily_queue.client.batching import PendingOp
@@ -36,6 +38,20 @@ def _client(node: Node) -> ClusterClient:
     return client
 
 
+ACCESS = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
+
+
+@contextlib.asynccontextmanager
+async def _took_three(node: Node) -> AsyncIterator[tuple[QueueCell[Any], list[Message[Any]]]]:
+    """Queue "jobs" of ``node`` given 0, 1 and 2, all three popped by a consume-only
+    client: its queue and the messages."""
+    for n in range(3):
+        await node.queue("jobs").push(n)
+    async with _client(node) as client:
+        jobs = client.queue("jobs")
+        yield jobs, await jobs.pop_messages(3)
+
+
 async def test_a_retried_give_back_that_applied_is_answered_as_applied(
         monkeypatch: pytest.MonkeyPatch) -> None:
     answer_op = ClientServer._answer_op
@@ -51,13 +67,8 @@ async def test_a_retried_give_back_that_applied_is_answered_as_applied(
         answer_op(self, conn, op, result, error)
 
     monkeypatch.setattr(ClientServer, "_answer_op", losing)
-    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
-    async with one_member(access) as node:
-        for n in range(3):
-            await node.queue("jobs").push(n)
-        async with _client(node) as client:
-            jobs = client.queue("jobs")
-            taken = await jobs.pop_messages(3)
+    async with one_member(ACCESS) as node:
+        async with _took_three(node) as (jobs, taken):
             assert [m.value for m in taken] == [0, 1, 2]
             try:
                 await jobs.give_back(taken[1:])
@@ -69,40 +80,19 @@ async def test_a_retried_give_back_that_applied_is_answered_as_applied(
         assert await node.queue("jobs").pop_many(3) == [1, 2]
 
 
+@pytest.mark.parametrize("refused_once", [False, True], ids=["admitted", "refused-once"])
 async def test_a_give_back_retried_before_its_first_attempt_applied_applies_once(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, refused_once: bool) -> None:
+    """The retry goes on the next link. With ``refused_once`` the member has not applied
+    the pop yet (a new leader before it applied its predecessor's entries) and refuses
+    it at its gate; sent again under its number, it applies once, and the caller learns
+    it did."""
     held = _hold_first_give_back(monkeypatch)
-    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
-    async with one_member(access) as node:
-        for n in range(3):
-            await node.queue("jobs").push(n)
-        async with _client(node) as client:
-            jobs = client.queue("jobs")
-            taken = await jobs.pop_messages(3)
-            await jobs.give_back(taken[1:])  # the retry, on the next link
-            [(session, op)] = held
-            assert session is not None
-            _, applying = node.driver.propose(
-                ops.CLIENT_OP, [session, op.seq, op.floor, op.code, *op.args], timeout=5.0)
-            assert await applying is None  # the first attempt: answered from the session
-        assert await node.queue("jobs").pop_many(3) == [1, 2]
-
-
-async def test_a_retry_refused_by_a_member_not_holding_the_pop_yet_goes_again(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A member that has not applied the pop yet (a new leader before it applied its
-    predecessor's entries) refuses the retry at its gate; sent again under its number,
-    it applies once, and the caller learns it did."""
-    held = _hold_first_give_back(monkeypatch)
-    _forget_pops(monkeypatch, reads=(2,))
-    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
-    async with one_member(access) as node:
-        for n in range(3):
-            await node.queue("jobs").push(n)
-        async with _client(node) as client:
-            jobs = client.queue("jobs")
-            taken = await jobs.pop_messages(3)
-            await jobs.give_back(taken[1:])  # refused once, then applied
+    if refused_once:
+        _forget_pops(monkeypatch, reads=(2,))
+    async with one_member(ACCESS) as node:
+        async with _took_three(node) as (jobs, taken):
+            await jobs.give_back(taken[1:])
             [(session, op)] = held
             assert session is not None
             _, applying = node.driver.propose(
@@ -116,13 +106,8 @@ async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_
     held = _hold_first_give_back(monkeypatch)
     _forget_pops(monkeypatch)
     monkeypatch.setattr(popped, "REFUSED_TRIES", 2)  # refused each time it goes again
-    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
-    async with one_member(access) as node:
-        for n in range(3):
-            await node.queue("jobs").push(n)
-        async with _client(node) as client:
-            jobs = client.queue("jobs")
-            taken = await jobs.pop_messages(3)
+    async with one_member(ACCESS) as node:
+        async with _took_three(node) as (jobs, taken):
             with pytest.raises(OperationFailed, match="its outcome is unknown") as failed:
                 await jobs.give_back(taken[1:])
             assert failed.value.applied is None
@@ -143,8 +128,7 @@ async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_los
     held = _hold_first_give_back(monkeypatch)
     _forget_pops(monkeypatch)
     monkeypatch.setattr(popped, "REFUSED_TRIES", 2)
-    access = ClientAccess([ClientGrant("reader", TOKEN, consume=["jobs"])])
-    async with one_member(access) as node:
+    async with one_member(ACCESS) as node:
         for n in range(3):
             await node.queue("jobs").push(n)
         async with _client(node) as client:
