@@ -304,6 +304,12 @@ class MirroredObject:
                                "one with lazily_queue.connect()")
 
     async def _refresh(self) -> None:
+        await self._ensure_declared()
+        await self._read()
+
+    async def _ensure_declared(self) -> None:
+        """Declare the object unless it is; what the broker refuses it with is kept (see
+        :meth:`raise_if_stopped`) until a declaration succeeds."""
         from .errors import BrokerAuthenticationFailed, IncompatibleBrokerObject
 
         try:
@@ -316,7 +322,6 @@ class MirroredObject:
         if self._refused is not None:
             self._refused = None
             self._report_all()
-        await self._read()
 
     async def _ready(self) -> None:
         """Before an operation: the object is declared (raises what declaring raised)."""

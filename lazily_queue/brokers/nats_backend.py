@@ -45,6 +45,7 @@ from ..errors import InvalidConfiguration, MessageTooLarge, shown
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
+    BrokerObjectLost,
     BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 
 #: JetStream error codes this backend tells apart.
 STREAM_NAME_IN_USE = 10058
+#: JetStream's answer about a stream that does not exist.
+STREAM_NOT_FOUND = 10059
 #: JetStream's answer when another stream already takes the subjects.
 SUBJECTS_OVERLAP = 10065
 #: A stream's own limit refused a message; ``max_msgs`` (a capacity) says MAX_MESSAGES.
@@ -250,6 +253,12 @@ class NatsJetStreamStorage(NatsReads):
                     f"{doing}: run nats-server with JetStream enabled (-js, or a jetstream "
                     "{ store_dir: ... } block in its configuration); a cluster may also "
                     "still be electing its JetStream leader") from None
+            if exc.err_code == STREAM_NOT_FOUND:
+                raise BrokerObjectLost(
+                    f"nats at {self.address}: {doing}: the stream is gone (deleted outside "
+                    "this library, or lost with the server's data); nothing was changed: "
+                    "try again once it is declared again (on the object's next refresh or "
+                    "operation)") from None
             if exc.err_code == STREAM_NAME_IN_USE:
                 raise IncompatibleBrokerObject(
                     f"nats at {self.address}: {doing}: a stream of that name exists with "

@@ -1,14 +1,15 @@
-"""Stream settings under which JetStream deletes a queue's or work queue's elements
-without a word: an age limit (``max_age``, whatever the discard policy), or a limit on
-its messages or bytes with ``discard: old`` (the server deletes the oldest messages to
-make room for a new one). Such a stream is refused where the object is opened, and
-again once the server announces a change to it or the connection to it comes back."""
+"""Stream settings under which JetStream deletes a queue's, work queue's or topic's
+elements without a word: an age limit (``max_age``, whatever the discard policy), or a
+limit on its messages or bytes with ``discard: old`` (the server deletes the oldest
+messages to make room for a new one). Such a stream is refused where the object is
+opened, and again once the server announces a change to it or the connection to it
+comes back."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from nats.js.api import DiscardPolicy
+from nats.js.api import DiscardPolicy, RetentionPolicy
 
 #: A stream's limits that, with ``discard: old``, delete its oldest messages to make room.
 ROOM_LIMITS = ("max_msgs", "max_bytes", "max_msgs_per_subject")
@@ -30,3 +31,13 @@ def silent_deletions(config: Any, stream: str, what: str) -> str | None:
                 f"it refuse new ones instead (`nats stream edit {stream} --discard new`: a "
                 "push then raises BrokerOutOfMemory) or remove the limit")
     return None
+
+
+def topic_stream_problem(config: Any, stream: str, subject: str) -> str | None:
+    """What keeps stream ``stream`` of settings ``config`` from holding a topic on
+    ``subject``, and the fix (``None``: nothing)."""
+    if config.subjects != [subject] or config.retention != RetentionPolicy.LIMITS:
+        return (f"stream {stream} exists with subjects {config.subjects} and retention "
+                f"{config.retention}; a topic needs limits retention on [{subject}]: use "
+                "another name or delete the stream")
+    return silent_deletions(config, stream, "this topic")

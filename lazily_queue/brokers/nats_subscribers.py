@@ -151,7 +151,8 @@ def lost_error(address: str, topic: str, subscriber: str, consumer: str,
     return SubscriberConsumerLost(
         f"nats at {address}: topic {shown(topic)}: subscriber {shown(subscriber)}'s "
         f"consumer {consumer} of stream {stream} was deleted while the subscriber was known "
-        "(outside this library: nats consumer rm, another program; or the topic was "
-        f"restored): its cursor is gone; subscribe it again (await topic.subscribe("
+        "(outside this library: nats consumer rm or stream rm, another program, a server "
+        "that lost its data; or the topic was restored): its cursor is gone; subscribe it "
+        "again (await topic.subscribe("
         f"{subscriber!r}): it starts at the tail, elements published meanwhile are not "
         "delivered to it), or restore the topic from a snapshot")

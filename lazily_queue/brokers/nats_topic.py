@@ -39,6 +39,7 @@ from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import BrokerObjectLost, IncompatibleBrokerObject, SubscriberConsumerLost
+from .nats_limits import topic_stream_problem
 from .nats_names import object_token, token
 from .nats_requests import UNLIMITED_ACK_PENDING
 from .nats_subscribers import (
@@ -54,7 +55,7 @@ from .nats_subscribers import (
     subscribers,
     update,
 )
-from .nats_topic_pulls import pull_at_cursor, redeliver, seq
+from .nats_topic_pulls import bounds, pull_at_cursor, redeliver, seq
 from .topic_mirror import Record, TopicMirror
 
 if TYPE_CHECKING:
@@ -63,12 +64,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 NOBODY: frozenset[str] = frozenset()
 log = logging.getLogger(__name__)
-
-
-def bounds(state: Any) -> tuple[int, int]:
-    """``(base, end)`` offsets of a stream state (an empty stream starts at its end)."""
-    end = int(state.last_seq or 0)
-    return (int(state.first_seq) - 1 if state.messages else end), end
 
 
 @bounds_timeouts
@@ -86,6 +81,9 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self._limited: set[str] = set()
         #: Durable subscribers whose consumer vanished while known: why.
         self._vanished: dict[str, SubscriberConsumerLost] = {}
+        #: When the stream this process declared was created (another one is new).
+        self._created: Any = None
+        self._subscribed = False
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats topic {shown(name)}")
 
@@ -103,16 +101,20 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         b = self._backend
         async with b.errors(f"declaring topic {self.stream}"):
             info = await self._create_stream()
-            if info.config.subjects != [self.subject] or str(info.config.retention) not in (
-                    "RetentionPolicy.LIMITS", "limits"):
-                raise IncompatibleBrokerObject(
-                    f"nats at {b.address}: stream {self.stream} exists with subjects "
-                    f"{info.config.subjects} and retention {info.config.retention}; a topic "
-                    f"needs limits retention on [{self.subject}]")
+            problem = topic_stream_problem(info.config, self.stream, self.subject)
+            if problem is not None:
+                raise IncompatibleBrokerObject(f"nats at {b.address}: {problem}")
+            self._created = info.created
+            if self._subscribed:
+                return
+            self._subscribed = True
             for subject in (self.subject, f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*",
-                            f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream}.*",
-                            f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}"):
+                            f"$JS.EVENT.METRIC.CONSUMER.ACK.{self.stream}.*"):
                 await b.subscribe(subject, self._changed)
+            # The stream deleted, made again or changed (announced, or while disconnected):
+            # declared and checked again, as where the topic is opened.
+            await b.subscribe(f"$JS.EVENT.ADVISORY.STREAM.*.{self.stream}", self.redeclare)
+            b.outages.listeners.append(self.redeclare)
 
     async def _consumers(self) -> dict[str, tuple[Record, ConsumerInfo]]:
         found = await subscribers(self._backend.js, self.stream)
@@ -126,10 +128,21 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
     async def _read(self) -> None:
         b = self._backend
         async with b.errors(f"reading topic {self.stream}"):
-            state = (await b.js.stream_info(self.stream)).state
+            try:
+                info: Any = await b.js.stream_info(self.stream)
+            except jserr.NotFoundError:
+                info = None
+            anew = info is None or info.created != self._created
+            if anew:
+                # deleted or made again outside this library (or lost with the server's
+                # data): declared again, as where the topic is opened, and read afresh
+                self._declared.forget()
+                await self._ensure_declared()
+                info = await b.js.stream_info(self.stream)
+            state = info.state
             consumers = await self._consumers()
             base, end = bounds(state)
-            if base < self._base or base > self._end:
+            if anew or base < self._base or base > self._end or end < self._end:
                 elements: list[Any] = []
                 start = base
             else:
@@ -265,13 +278,23 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         await self._ready()
         b = self._backend
         async with b.errors(f"publishing to {self.stream}"):
-            if msg_id is None:
-                ack = await b.publish(self.subject, data)
-            else:
-                ack = await b.publish_once(self.subject, data, msg_id)
+            try:
+                ack = await self._send(data, msg_id)
+            except jserr.NoStreamResponseError:
+                # no stream takes the subject (deleted outside this library, or lost with
+                # the server's data): nothing was stored; declared again, sent again
+                self._declared.forget()
+                await self._ensure_declared()
+                ack = await self._send(data, msg_id)
         if not ack.duplicate:
             self._changed()
         return TopicTransition(int(ack.seq) - 1, NOBODY)
+
+    async def _send(self, data: bytes, msg_id: str | None) -> Any:
+        b = self._backend
+        if msg_id is None:
+            return await b.publish(self.subject, data)
+        return await b.publish_once(self.subject, data, msg_id)
 
     async def _advance(self, subscriber: str, count: int,
                        stop: int | None = None) -> list[Any] | None:
@@ -361,7 +384,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
             info = await b.js.stream_info(self.stream)
             if info.state.last_seq or info.state.consumer_count:
                 await b.js.delete_stream(self.stream)
-                await self._create_stream()
+                self._created = (await self._create_stream()).created
             if base:
                 await b.js.purge_stream(self.stream, seq=base + 1)
             for value in snapshot.get("elements", []):

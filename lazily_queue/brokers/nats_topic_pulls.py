@@ -46,6 +46,12 @@ def cursor_of(info: ConsumerInfo) -> int:
     return max(floor, int(info.config.opt_start_seq or 1) - 1)
 
 
+def bounds(state: Any) -> tuple[int, int]:
+    """``(base, end)`` offsets of a stream state (an empty stream starts at its end)."""
+    end = int(state.last_seq or 0)
+    return (int(state.first_seq) - 1 if state.messages else end), end
+
+
 def seq(msg: Msg) -> int:
     """A pulled message's stream sequence."""
     return int(msg.metadata.sequence.stream)

@@ -7,7 +7,6 @@ set to evict keys after the process connected is read again within a bounded tim
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
@@ -19,42 +18,9 @@ from lazily_queue.brokers.servers import BrokerServer
 from lazily_queue.reactive import wait_until
 
 from .conftest import fresh
-from .loopback_proxy import Forward, LoopbackProxy
+from .link_cutter import LinkCutter, wait_for
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class LinkCutter(LoopbackProxy):
-    """Forwards ``127.0.0.1:port`` to ``127.0.0.1:target`` until :meth:`cut`, which ends
-    every connection and every new one at once until :meth:`mend`."""
-
-    down = False
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
-
-    def forwards(self) -> tuple[Forward, Forward]:
-        def forward(data: bytes) -> bytes | None:
-            return None if self.down else data
-
-        return forward, forward
-
-    def cut(self) -> None:
-        self.down = True
-        for task in list(self._tasks):
-            task.cancel()
-
-    def mend(self) -> None:
-        self.down = False
-
-
-async def _wait_for(condition: Any, what: str) -> None:
-    for _ in range(200):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_a_stream_changed_while_the_process_was_disconnected_is_refused_once_back(
@@ -75,7 +41,7 @@ async def test_a_stream_changed_while_the_process_was_disconnected_is_refused_on
         await jobs.push("job")
         nc = orders.storage._backend.nc  # type: ignore[attr-defined]
         link.cut()
-        await _wait_for(lambda: not nc.is_connected, "the client to notice the cut")
+        await wait_for(lambda: not nc.is_connected, "the client to notice the cut")
         admin = await nats.connect(nats_server.url)
         try:
             js = admin.jetstream()
@@ -89,7 +55,7 @@ async def test_a_stream_changed_while_the_process_was_disconnected_is_refused_on
             await js.update_stream(work_config)
             await asyncio.sleep(0.3)  # the announcements went out, to no one here
             link.mend()
-            await _wait_for(lambda: nc.is_connected, "the client to reconnect")
+            await wait_for(lambda: nc.is_connected, "the client to reconnect")
             with pytest.raises(IncompatibleBrokerObject,
                                match=rf"stream {stream} has max_bytes 20000 .*--discard new"):
                 await orders.push("second")
@@ -125,7 +91,7 @@ async def test_a_consumer_deleted_while_the_process_was_disconnected_voids_its_l
         delivery = await jobs.claim("w", timeout=5)
         nc = jobs.storage._backend.nc  # type: ignore[attr-defined]
         link.cut()
-        await _wait_for(lambda: not nc.is_connected, "the client to notice the cut")
+        await wait_for(lambda: not nc.is_connected, "the client to notice the cut")
         admin = await nats.connect(nats_server.url)
         try:
             await admin.jetstream().delete_consumer(
@@ -133,7 +99,7 @@ async def test_a_consumer_deleted_while_the_process_was_disconnected_voids_its_l
         finally:
             await admin.close()
         link.mend()
-        await _wait_for(lambda: nc.is_connected, "the client to reconnect")
+        await wait_for(lambda: nc.is_connected, "the client to reconnect")
         await jobs.storage.sync()  # type: ignore[attr-defined]
         with pytest.raises(SettlementRejected):
             await jobs.ack("w", delivery.delivery_id)

@@ -1,0 +1,165 @@
+"""A NATS topic after its server restarted (SIGKILL, data directory kept or lost) or an
+operator changed its stream while the process was disconnected: it goes on (declared
+again as the process declares it, nothing the server kept lost, a durable subscriber
+read at least once) or refuses with a typed error naming the stream and the fix."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+import nats
+import pytest
+from nats.js.api import DiscardPolicy, RetentionPolicy
+
+from lazily_queue import connect
+from lazily_queue.brokers import (
+    BrokerUnavailable,
+    IncompatibleBrokerObject,
+    SubscriberConsumerLost,
+)
+from lazily_queue.brokers.servers import BrokerServer, NatsServer, find_binary
+
+from .conftest import fresh
+from .link_cutter import LinkCutter, wait_for
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+async def own_server() -> Any:
+    if find_binary("nats-server") is None:
+        pytest.skip("nats-server is not installed")
+    async with NatsServer() as server:
+        yield server
+
+
+async def _publish(topic: Any, value: Any) -> int:
+    """Publish, again after a ``BrokerUnavailable`` (the server coming back)."""
+    for _ in range(100):
+        try:
+            return int(await topic.publish(value))
+        except BrokerUnavailable:
+            await wait_for(lambda: True, "")
+    raise AssertionError("the publish never went through")
+
+
+async def test_a_killed_server_that_kept_its_data_loses_nothing_of_a_topic(
+    own_server: NatsServer,
+) -> None:
+    async with connect(own_server.url, poll_interval=0.2, timeout=3) as client:
+        news = client.topic("news")
+        await news.subscribe("d")
+        for n in range(10):
+            await news.publish(n)
+        assert [await news.advance("d", timeout=5) for _ in range(4)] == [0, 1, 2, 3]
+        await own_server.restart(kill=True)
+        for n in range(10, 20):
+            await _publish(news, n)
+        seen = [await news.advance("d", timeout=10)]
+        while seen[-1] != 19:
+            seen.append(await news.advance("d", timeout=10))
+        # none skipped: from its cursor on, or from before it when the server lost the
+        # consumer's last acks (it writes them to disk after acknowledging them)
+        assert seen[0] <= 4 and seen == list(range(seen[0], 20)), seen
+
+
+async def test_a_killed_server_that_lost_its_data_declares_the_topic_again(
+    own_server: NatsServer,
+) -> None:
+    """The stream is made again at the next publish (offsets start over, as on a Redis
+    flushed); the durable subscriber's cursor went with the data: its advance says so
+    and how to go on."""
+    async with connect(own_server.url, poll_interval=0.2, timeout=3) as client:
+        news = client.topic("news")
+        await news.subscribe("d")
+        for n in range(3):
+            await news.publish(n)
+        await own_server.stop(kill=True)
+        shutil.rmtree(own_server.directory / "jetstream")
+        await own_server.start()
+        assert await _publish(news, "after") == 0
+        with pytest.raises(SubscriberConsumerLost, match=r"'d'.*subscribe it again"):
+            await news.advance("d", timeout=5)
+        await news.subscribe("d")
+        await news.publish("later")
+        assert await news.advance("d", timeout=5) == "later"
+
+
+async def _cut_and_change(server: BrokerServer, link: LinkCutter, nc: Any,
+                          change: Any) -> None:
+    """Run ``change(js)`` on a second connection while ``nc``'s link is cut (the
+    server's announcements reach no one there), then mend the link."""
+    link.cut()
+    await wait_for(lambda: not nc.is_connected, "the client to notice the cut")
+    admin = await nats.connect(server.url)
+    try:
+        await change(admin.jetstream())
+    finally:
+        await admin.close()
+    link.mend()
+    await wait_for(lambda: nc.is_connected, "the client to reconnect")
+
+
+async def test_a_topic_stream_given_a_limit_while_disconnected_is_refused_once_back(
+    nats_server: BrokerServer,
+) -> None:
+    """``max_msgs`` with ``discard: old`` would delete elements a durable subscriber has
+    not read: refused at the next publish, advance and subscribe; once the limit is
+    lifted the subscriber reads on, nothing lost."""
+    async with LinkCutter(nats_server.port) as link, \
+            connect(link.url, poll_interval=0.2, timeout=3) as client:
+        news = client.topic(fresh("tcut"))
+        stream = news.storage.stream  # type: ignore[attr-defined]
+        await news.subscribe("d")
+        for n in range(5):
+            await news.publish(n)
+        config: Any = None
+
+        async def limit(js: Any) -> None:
+            nonlocal config
+            config = (await js.stream_info(stream)).config
+            config.max_msgs, config.discard = 100, DiscardPolicy.OLD
+            await js.update_stream(config)
+
+        await _cut_and_change(nats_server, link, news.storage._backend.nc,  # type: ignore[attr-defined]
+                              limit)
+        refused = rf"stream {stream} has max_msgs 100 and discards .*--discard new"
+        with pytest.raises(IncompatibleBrokerObject, match=refused):
+            await news.publish(5)
+        with pytest.raises(IncompatibleBrokerObject, match=refused):
+            await news.advance("d", timeout=5)
+        with pytest.raises(IncompatibleBrokerObject, match=refused):
+            await news.subscribe("e")
+        config.max_msgs = -1
+        admin = await nats.connect(nats_server.url)
+        try:
+            await admin.jetstream().update_stream(config)
+        finally:
+            await admin.close()
+        await wait_for(lambda: news.storage._refused is None,  # type: ignore[attr-defined]
+                       "the topic to be checked again")
+        await news.publish(5)
+        assert [await news.advance("d", timeout=5) for _ in range(6)] == list(range(6))
+
+
+async def test_a_topic_stream_made_again_as_a_work_queue_while_disconnected_is_refused(
+    nats_server: BrokerServer,
+) -> None:
+    async with LinkCutter(nats_server.port) as link, \
+            connect(link.url, poll_interval=0.2, timeout=3) as client:
+        news = client.topic(fresh("twq"))
+        stream = news.storage.stream  # type: ignore[attr-defined]
+        await news.publish("kept?")
+
+        async def remake(js: Any) -> None:
+            config = (await js.stream_info(stream)).config
+            await js.delete_stream(stream)
+            config.retention = RetentionPolicy.WORK_QUEUE
+            await js.add_stream(config)
+
+        await _cut_and_change(nats_server, link, news.storage._backend.nc,  # type: ignore[attr-defined]
+                              remake)
+        with pytest.raises(IncompatibleBrokerObject,
+                           match=rf"stream {stream} exists .*retention workqueue"):
+            await news.publish("refused")
