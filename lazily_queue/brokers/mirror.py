@@ -251,6 +251,8 @@ class MirroredObject:
     broker's state, install it as the mirror and report what changed)."""
 
     kind = "object"
+    #: Called before every operation and refresh (see :meth:`_notice`).
+    _noticing: Callable[[], None] | None = None
 
     def __init__(self, name: str, *, poll_interval: float, label: str) -> None:
         if not isinstance(name, str) or not name:
@@ -304,6 +306,7 @@ class MirroredObject:
                                "one with lazily_queue.connect()")
 
     async def _refresh(self) -> None:
+        self._notice()
         await self._ensure_declared()
         await self._read()
 
@@ -323,9 +326,16 @@ class MirroredObject:
             self._refused = None
             self._report_all()
 
+    def _notice(self) -> None:
+        """Before every operation and refresh: what the backend noticed meanwhile (a NATS
+        connection the backend does not own that reconnected) is acted on first."""
+        if self._noticing is not None:
+            self._noticing()
+
     async def _ready(self) -> None:
         """Before an operation: the object is declared (raises what declaring raised)."""
         self._raise_if_closed()
+        self._notice()
         self._refresher.start()
         await self._declared.ensure()
 

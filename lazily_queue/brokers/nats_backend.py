@@ -106,8 +106,12 @@ class NatsJetStreamStorage(NatsReads):
         outages: Outages | None = None,
     ) -> None:
         self.nc = nc
-        #: Told when the connection drops and comes back (on one :meth:`connect` opened).
-        self.outages = outages or Outages()
+        #: Told when the connection drops and comes back (on one :meth:`connect` opened;
+        #: on the caller's own connection, when an operation finds it reconnected).
+        if outages is None:
+            outages = Outages()
+            outages.follow(nc)
+        self.outages = outages
         self.js: JetStreamContext = nc.jetstream(timeout=timeout)
         self.address = address
         self.timeout = timeout

@@ -25,11 +25,30 @@ def redacted(url: str) -> str:
 class Outages:
     """A connection's ``disconnected_cb`` and ``reconnected_cb``: ``reconnected`` is set
     once it is back (see :func:`hold_publishes`), and every listener is called when it
-    drops and again when it is back (what the server announced meanwhile was missed)."""
+    drops and again when it is back (what the server announced meanwhile was missed).
+
+    On a connection whose callbacks belong to someone else (the application's own),
+    :meth:`follow` it instead: :meth:`check`, called before each operation, calls every
+    listener once the connection has reconnected since the last check."""
 
     def __init__(self) -> None:
         self.reconnected = asyncio.Event()
         self.listeners: list[Callable[[], None]] = []
+        self._followed: NATS | None = None
+        self._reconnects = 0
+
+    def follow(self, nc: NATS) -> None:
+        """Tell the listeners of ``nc``'s reconnections as :meth:`check` sees them."""
+        self._followed = nc
+        self._reconnects = nc.stats["reconnects"]
+
+    def check(self) -> None:
+        """Call every listener when the followed connection reconnected since the last
+        check (a no-op for a connection whose callbacks are this object's)."""
+        nc = self._followed
+        if nc is not None and nc.stats["reconnects"] != self._reconnects:
+            self._reconnects = nc.stats["reconnects"]
+            self._tell()
 
     async def disconnected_cb(self) -> None:
         self._tell()

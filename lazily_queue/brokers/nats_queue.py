@@ -93,6 +93,7 @@ class NatsQueueStorage(QueueMirror[T]):
         self._closed = False
         self._items: list[tuple[int, Any]] = []
         self._subscribed = False
+        self._noticing = backend.outages.check
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats queue {shown(name)}")
 

@@ -84,6 +84,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         #: When the stream this process declared was created (another one is new).
         self._created: Any = None
         self._subscribed = False
+        self._noticing = backend.outages.check
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats topic {shown(name)}")
 

@@ -111,6 +111,7 @@ class NatsWorkQueueStorage(WorkMirror):
         self._unacked = 0
         self._hidden_until = 0.0
         self._subscribed = False
+        self._noticing = backend.outages.check
         super().__init__(name, poll_interval=backend.poll_interval,
                          label=f"nats work queue {shown(name)}")
 

@@ -1,7 +1,9 @@
 """A NATS topic after its server restarted (SIGKILL, data directory kept or lost) or an
 operator changed its stream while the process was disconnected: it goes on (declared
 again as the process declares it, nothing the server kept lost, a durable subscriber
-read at least once) or refuses with a typed error naming the stream and the fix."""
+read at least once) or refuses with a typed error naming the stream and the fix. Also
+on a connection the application owns (its callbacks left as they are): a reconnection
+is noticed by the next operation."""
 
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ import nats
 import pytest
 from nats.js.api import DiscardPolicy, RetentionPolicy
 
-from lazily_queue import connect
+from lazily_queue import TopicCell, connect
 from lazily_queue.brokers import (
     BrokerUnavailable,
     IncompatibleBrokerObject,
+    NatsJetStreamStorage,
     SubscriberConsumerLost,
 )
 from lazily_queue.brokers.servers import BrokerServer, NatsServer, find_binary
@@ -163,3 +166,41 @@ async def test_a_topic_stream_made_again_as_a_work_queue_while_disconnected_is_r
         with pytest.raises(IncompatibleBrokerObject,
                            match=rf"stream {stream} exists .*retention workqueue"):
             await news.publish("refused")
+
+
+async def test_a_storage_on_the_applications_connection_checks_again_after_a_reconnect(
+    nats_server: BrokerServer,
+) -> None:
+    """The application's ``reconnected_cb`` stays its own and is still called; the
+    storage notices the reconnection by the connection's count of them, so the next
+    push and publish are refused as where the objects are opened."""
+    told: list[str] = []
+
+    async def reconnected() -> None:
+        told.append("reconnected")
+
+    async with LinkCutter(nats_server.port) as link:
+        nc = await nats.connect(link.url, reconnected_cb=reconnected,
+                                reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+        storage = NatsJetStreamStorage(nc, poll_interval=0.2, timeout=3)
+        try:
+            orders = storage.queue(fresh("ownq"))
+            news: TopicCell[Any] = TopicCell(storage.topic(fresh("ownt")))
+            await orders.offer("first")
+            await news.publish("first")
+
+            async def limit(js: Any) -> None:
+                for stream in (orders.stream, news.storage.stream):  # type: ignore[attr-defined]
+                    config = (await js.stream_info(stream)).config
+                    config.max_age = 3600
+                    await js.update_stream(config)
+
+            await _cut_and_change(nats_server, link, nc, limit)
+            with pytest.raises(IncompatibleBrokerObject, match=r"max_age 3600s"):
+                await orders.offer("second")
+            with pytest.raises(IncompatibleBrokerObject, match=r"max_age 3600s"):
+                await news.publish("second")
+            assert told == ["reconnected"]
+        finally:
+            await storage.close()
+            await nc.close()
