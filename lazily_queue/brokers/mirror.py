@@ -196,20 +196,31 @@ class Declared:
     def __init__(self, declare: Callable[[], Awaitable[Any]]) -> None:
         self._declare = declare
         self._future: asyncio.Future[Any] | None = None
+        self._again = False
 
     async def ensure(self) -> None:
-        future = self._future
-        if future is not None and future.done() and future.exception() is None:
-            return
-        if future is None or (future.done() and future.exception() is not None):
-            future = self._future = asyncio.ensure_future(self._declare())
-            # Its failure reaches whoever awaits it; none may, once the client closed.
-            future.add_done_callback(_retrieved)
-        await asyncio.shield(future)
+        """Return once a declaration that started after the last :meth:`forget` has
+        succeeded (one at a time: two creating one stream at once can break it on the
+        broker); raises what it raised."""
+        while True:
+            future = self._future
+            if future is None or (future.done() and (
+                    self._again or future.exception() is not None)):
+                self._again = False
+                future = self._future = asyncio.ensure_future(self._declare())
+                # Its failure reaches whoever awaits it; none may, once the client closed.
+                future.add_done_callback(_retrieved)
+            await asyncio.shield(future)
+            if not self._again:
+                return
 
     def forget(self) -> None:
-        """Declare again on next use (the broker may have lost it: restarted, purged)."""
-        self._future = None
+        """Declare again on next use (the broker may have lost it: restarted, purged),
+        after the declaration under way if there is one."""
+        if self._future is not None and not self._future.done():
+            self._again = True
+        else:
+            self._future = None
 
 
 def queue_transitions(

@@ -55,6 +55,7 @@ from .nats_connection import Outages, hold_publishes, redacted, require_tls, wit
 from .nats_names import of_this_library, once_id, stream_description
 from .nats_reads import NatsReads
 from .nats_requests import PubAck, Replies
+from .nats_streams import SETTLE
 
 log = logging.getLogger(__name__)
 
@@ -289,17 +290,21 @@ class NatsJetStreamStorage(NatsReads):
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def stream(self, name: str, *, holds: tuple[str, str], **config: Any) -> Any:
+    async def stream(self, name: str, *, holds: tuple[str, str], again: bool = False,
+                     **config: Any) -> Any:
         """The info of stream ``name``, added with ``config`` when it does not exist (when
         another process adds it at the same moment, the stream it added), once the stream
         answers (see :meth:`_answering`). ``holds`` is ``(kind, object name)``, kept in the
         description of a stream this adds: a stream whose description names another
         object of this library raises :class:`IncompatibleBrokerObject` (two names mapped
-        to one stream name)."""
+        to one stream name). ``again``: the object had it before, so one found gone is
+        added :data:`~.nats_streams.SETTLE` seconds later."""
         description = stream_description(*holds)
         try:
             info = await self.js.stream_info(name)
         except jserr.NotFoundError:
+            if again:
+                await asyncio.sleep(SETTLE)
             try:
                 info = await self.js.add_stream(name=name, description=description, **config)
             except jserr.APIError as exc:

@@ -55,6 +55,7 @@ from .nats_backend import MAX_INT, MAX_MESSAGES, MAX_MESSAGES_EXCEEDED, check_wi
 from .nats_limits import silent_deletions
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
+from .nats_streams import StreamDeclared
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -65,7 +66,7 @@ CONSUMER = "lq"
 
 
 @bounds_timeouts
-class NatsQueueStorage(QueueMirror[T]):
+class NatsQueueStorage(StreamDeclared, QueueMirror[T]):
     """A FIFO on a JetStream work-queue stream: the QueueStorage seam, observable and
     peekable."""
 
@@ -105,7 +106,8 @@ class NatsQueueStorage(QueueMirror[T]):
         cap = -1 if self._capacity is None else self._capacity
         async with b.errors(f"declaring stream {self.stream}"):
             info = await b.stream(
-                self.stream, holds=("queue", self.name), subjects=[self.subject],
+                self.stream, holds=("queue", self.name), again=self._created is not None,
+                subjects=[self.subject],
                 storage=StorageType.FILE,
                 retention=RetentionPolicy.WORK_QUEUE, max_msgs=cap,
                 discard=DiscardPolicy.NEW, allow_direct=True)
@@ -124,6 +126,7 @@ class NatsQueueStorage(QueueMirror[T]):
             deleting = silent_deletions(config, self.stream, "this queue")
             if deleting is not None:
                 raise IncompatibleBrokerObject(f"nats at {b.address}: {deleting}")
+            self._created = info.created
             try:
                 consumer = await b.js.consumer_info(self.stream, CONSUMER)
             except jserr.NotFoundError:
@@ -154,7 +157,9 @@ class NatsQueueStorage(QueueMirror[T]):
     async def _read_stream(self) -> None:
         b = self._backend
         async with b.errors(f"reading stream {self.stream}"):
-            info = await b.js.stream_info(self.stream)
+            info, anew = await self._stream_declared(self.stream)
+            if anew:  # another stream: its sequences say nothing of the old one's
+                self._version, self._items = -1, []
             state = info.state
             first = state.first_seq if state.messages else None
             known = {seq: value for seq, value in self._items}
@@ -201,10 +206,7 @@ class NatsQueueStorage(QueueMirror[T]):
         await self._ready()
         b = self._backend
         try:
-            if msg_id is None:
-                ack = await b.publish(self.subject, data)
-            else:
-                ack = await b.publish_once(self.subject, data, msg_id)
+            ack = await self._send(self.stream, self.subject, data, msg_id)
         except jserr.APIError as exc:
             if exc.err_code != MAX_MESSAGES_EXCEEDED or exc.description != MAX_MESSAGES:
                 async with b.errors(f"pushing to {self.stream}"):

@@ -42,6 +42,7 @@ from .errors import BrokerObjectLost, IncompatibleBrokerObject, SubscriberConsum
 from .nats_limits import topic_stream_problem
 from .nats_names import object_token, token
 from .nats_requests import UNLIMITED_ACK_PENDING
+from .nats_streams import StreamDeclared
 from .nats_subscribers import (
     CONSUMER_CREATE_REFUSED,
     GC_PAUSES,
@@ -67,7 +68,7 @@ log = logging.getLogger(__name__)
 
 
 @bounds_timeouts
-class NatsTopicStorage(TopicMirror, Generic[T]):
+class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
     """A broadcast log on JetStream: the TopicStorage seam, observable."""
 
     kind = "topic"
@@ -81,8 +82,6 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         self._limited: set[str] = set()
         #: Durable subscribers whose consumer vanished while known: why.
         self._vanished: dict[str, SubscriberConsumerLost] = {}
-        #: When the stream this process declared was created (another one is new).
-        self._created: Any = None
         self._subscribed = False
         self._noticing = backend.outages.check
         super().__init__(name, poll_interval=backend.poll_interval,
@@ -95,7 +94,8 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         """The topic's stream, added when it does not exist (or read back when another
         process adds it at the same moment)."""
         return await self._backend.stream(
-            self.stream, holds=("topic", self.name), subjects=[self.subject],
+            self.stream, holds=("topic", self.name), again=self._created is not None,
+            subjects=[self.subject],
             storage=StorageType.FILE, allow_direct=True)
 
     async def _declare(self) -> None:
@@ -129,17 +129,7 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
     async def _read(self) -> None:
         b = self._backend
         async with b.errors(f"reading topic {self.stream}"):
-            try:
-                info: Any = await b.js.stream_info(self.stream)
-            except jserr.NotFoundError:
-                info = None
-            anew = info is None or info.created != self._created
-            if anew:
-                # deleted or made again outside this library (or lost with the server's
-                # data): declared again, as where the topic is opened, and read afresh
-                self._declared.forget()
-                await self._ensure_declared()
-                info = await b.js.stream_info(self.stream)
+            info, anew = await self._stream_declared(self.stream)
             state = info.state
             consumers = await self._consumers()
             base, end = bounds(state)
@@ -279,23 +269,10 @@ class NatsTopicStorage(TopicMirror, Generic[T]):
         await self._ready()
         b = self._backend
         async with b.errors(f"publishing to {self.stream}"):
-            try:
-                ack = await self._send(data, msg_id)
-            except jserr.NoStreamResponseError:
-                # no stream takes the subject (deleted outside this library, or lost with
-                # the server's data): nothing was stored; declared again, sent again
-                self._declared.forget()
-                await self._ensure_declared()
-                ack = await self._send(data, msg_id)
+            ack = await self._send(self.stream, self.subject, data, msg_id)
         if not ack.duplicate:
             self._changed()
         return TopicTransition(int(ack.seq) - 1, NOBODY)
-
-    async def _send(self, data: bytes, msg_id: str | None) -> Any:
-        b = self._backend
-        if msg_id is None:
-            return await b.publish(self.subject, data)
-        return await b.publish_once(self.subject, data, msg_id)
 
     async def _advance(self, subscriber: str, count: int,
                        stop: int | None = None) -> list[Any] | None:

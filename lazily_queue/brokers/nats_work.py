@@ -67,6 +67,7 @@ from .nats_leases import Leases
 from .nats_limits import silent_deletions
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
+from .nats_streams import StreamDeclared
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -76,7 +77,7 @@ CONSUMER = "lq"
 
 
 @bounds_timeouts
-class NatsWorkQueueStorage(WorkMirror):
+class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
     """A work queue on JetStream: the WorkQueueStorage seam, observable, on the server's
     clock."""
 
@@ -119,9 +120,11 @@ class NatsWorkQueueStorage(WorkMirror):
         return f"NatsWorkQueueStorage({self.name!r}, counts={self._counts})"
 
     async def _stream(self, name: str, subject: str, retention: RetentionPolicy,
-                      kind: str) -> None:
+                      kind: str) -> Any:
+        """The info of stream ``name``, added or checked."""
         b = self._backend
         info = await b.stream(name, holds=(kind, self.name), subjects=[subject],
+                              again=self._created is not None,
                               retention=retention, storage=StorageType.FILE,
                               allow_direct=True)
         if info.config.retention != retention or info.config.subjects != [subject]:
@@ -133,12 +136,13 @@ class NatsWorkQueueStorage(WorkMirror):
                     if retention == RetentionPolicy.WORK_QUEUE else None)  # dead letters age
         if deleting is not None:
             raise IncompatibleBrokerObject(f"nats at {b.address}: {deleting}")
+        return info
 
     async def _declare(self) -> None:
         b = self._backend
         async with b.errors(f"declaring work queue {self.stream}"):
-            await self._stream(self.stream, self.subject, RetentionPolicy.WORK_QUEUE,
-                               "work queue")
+            self._created = (await self._stream(
+                self.stream, self.subject, RetentionPolicy.WORK_QUEUE, "work queue")).created
             await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS,
                                "work queue dead letters")
             want = ConsumerConfig(
@@ -233,10 +237,7 @@ class NatsWorkQueueStorage(WorkMirror):
         await self._ready()
         b = self._backend
         async with b.errors(f"pushing to {self.stream}"):
-            if msg_id is None:
-                ack = await b.publish(self.subject, data)
-            else:
-                ack = await b.publish_once(self.subject, data, msg_id)
+            ack = await self._send(self.stream, self.subject, data, msg_id)
         if not ack.duplicate:
             self._pushed(int(ack.seq))
         return WT(int(ack.seq), 0)
