@@ -115,14 +115,18 @@ class NatsQueueStorage(StreamDeclared, QueueMirror[T]):
             problems = []
             if config.retention != RetentionPolicy.WORK_QUEUE:
                 problems.append(f"retention {config.retention}, not workqueue")
-            if (config.max_msgs or -1) != cap:
-                problems.append(f"max_msgs {config.max_msgs}, this queue wants {cap}")
             if config.subjects not in ([self.subject], [f"{self.subject}.closed"]):
                 problems.append(f"subjects {config.subjects}")
             if problems:
                 raise IncompatibleBrokerObject(
                     f"nats at {b.address}: stream {self.stream} exists with "
                     f"{'; '.join(problems)}; use another name or delete the stream")
+            if (config.max_msgs or -1) != cap:
+                raise IncompatibleBrokerObject(
+                    f"nats at {b.address}: stream {self.stream} exists with max_msgs "
+                    f"{config.max_msgs} (its capacity), this queue wants {cap}: open it with "
+                    f"that capacity, or set the stream's back (`nats stream edit "
+                    f"{self.stream} --max-msgs {cap}`); nothing was changed")
             deleting = silent_deletions(config, self.stream, "this queue")
             if deleting is not None:
                 raise IncompatibleBrokerObject(f"nats at {b.address}: {deleting}")

@@ -6,6 +6,7 @@ the old one under the same sequences."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import nats
@@ -67,3 +68,40 @@ async def test_a_queue_mirror_shows_the_stream_made_again(nats_server: BrokerSer
         await orders.storage.sync()  # type: ignore[attr-defined]
         assert (len(orders), orders.storage.peek()) == (1, "c")  # type: ignore[attr-defined]
         assert await orders.pop(timeout=5) == "c"
+
+
+async def test_a_queue_stream_given_another_capacity_says_how_to_set_it_back(
+    nats_server: BrokerServer,
+) -> None:
+    """An operator's ``max_msgs`` on a queue's stream is another capacity: refused with
+    the edit that undoes it (not the deletion of the stream and its elements)."""
+    from nats.js.api import DiscardPolicy
+
+    from lazily_queue.brokers import IncompatibleBrokerObject
+
+    async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
+        orders = client.queue(fresh("cap-q"))
+        await orders.push("kept")
+        stream = orders.storage.stream  # type: ignore[attr-defined]
+        config: Any = None
+
+        async def limit(js: Any) -> None:
+            nonlocal config
+            config = (await js.stream_info(stream)).config
+            config.max_msgs, config.discard = 50, DiscardPolicy.NEW
+            await js.update_stream(config)
+
+        await _admin(nats_server, limit)
+        with pytest.raises(IncompatibleBrokerObject,
+                           match=rf"max_msgs 50 .*`nats stream edit {stream} --max-msgs -1`"):
+            async with asyncio.timeout(5):
+                while True:  # refused once the server's announcement is in
+                    await orders.push("more")
+                    await asyncio.sleep(0.05)
+
+        async def unlimit(js: Any) -> None:
+            config.max_msgs = -1
+            await js.update_stream(config)
+
+        await _admin(nats_server, unlimit)
+        assert await orders.pop(timeout=5) == "kept"
