@@ -145,6 +145,17 @@ async def update(js: JetStreamContext, stream: str, info: ConsumerInfo, text: st
     return False
 
 
+def taken_error(address: str, stream: str, consumer: str,
+                subscriber: str) -> IncompatibleBrokerObject:
+    """The error of a subscribe whose consumer name another consumer holds, one this
+    library did not make (or whose description was changed outside it)."""
+    return IncompatibleBrokerObject(
+        f"nats at {address}: consumer {consumer} of stream {stream}, subscriber "
+        f"{shown(subscriber)}'s, exists with settings this library did not give it (made "
+        "or changed outside it); nothing was changed: delete it (`nats consumer rm "
+        f"{stream} {consumer}`) and subscribe again")
+
+
 def lost_error(address: str, topic: str, subscriber: str, consumer: str,
                stream: str) -> SubscriberConsumerLost:
     """The error of a subscriber whose consumer is gone while it was known."""

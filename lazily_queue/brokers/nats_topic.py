@@ -54,6 +54,7 @@ from .nats_subscribers import (
     lost_error,
     purge_point,
     subscribers,
+    taken_error,
     update,
 )
 from .nats_topic_pulls import bounds, pull_at_cursor, redeliver, seq
@@ -203,10 +204,12 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
                 try:
                     await self._put_consumer(subscriber, kind.value, True, state.last_seq + 1)
                 except jserr.APIError as exc:
-                    # another process subscribed it meanwhile, at another tail: theirs
-                    if exc.err_code not in CONSUMER_CREATE_REFUSED or (
-                            subscriber not in await self._consumers()):
+                    if exc.err_code not in CONSUMER_CREATE_REFUSED:
                         raise
+                    if subscriber not in await self._consumers():  # the name is taken
+                        raise taken_error(b.address, self.stream,
+                                          self._consumer_name(subscriber), subscriber) from None
+                    # another process subscribed it meanwhile, at another tail: theirs
                     outcome = SubscribeOutcome.AlreadyConnected
                 self._vanished.pop(subscriber, None)
             elif found[0][1]:

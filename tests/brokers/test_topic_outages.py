@@ -204,3 +204,40 @@ async def test_a_storage_on_the_applications_connection_checks_again_after_a_rec
         finally:
             await storage.close()
             await nc.close()
+
+
+async def test_a_subscribers_consumer_made_again_outside_this_library_says_so(
+    nats_server: BrokerServer,
+) -> None:
+    """An operator replaced a durable subscriber's consumer with one of their own under
+    its name: the advance says the cursor is gone, and the subscribe it advises says
+    what holds the name and how to free it (before: the server's 'deliver policy can
+    not be updated')."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
+        news = client.topic(fresh("taken"))
+        stream = news.storage.stream  # type: ignore[attr-defined]
+        await news.subscribe("d")
+        await news.publish(0)
+
+        async def replace(js: Any) -> None:
+            await js.delete_consumer(stream, "s_d")
+            await js.add_consumer(stream, ConsumerConfig(durable_name="s_d",
+                                                         ack_policy=AckPolicy.EXPLICIT))
+
+        admin = await nats.connect(nats_server.url)
+        try:
+            await replace(admin.jetstream())
+            with pytest.raises(SubscriberConsumerLost, match="subscribe it again"):
+                await news.advance("d", timeout=5)
+            with pytest.raises(IncompatibleBrokerObject,
+                               match=rf"consumer s_d of stream {stream}, subscriber 'd''s, "
+                                     rf".*`nats consumer rm {stream} s_d`"):
+                await news.subscribe("d")
+            await admin.jetstream().delete_consumer(stream, "s_d")
+        finally:
+            await admin.close()
+        await news.subscribe("d")
+        await news.publish(1)
+        assert await news.advance("d", timeout=5) == 1
