@@ -7,6 +7,7 @@ is noticed by the next operation."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from typing import Any
 
@@ -65,6 +66,43 @@ async def test_a_killed_server_that_kept_its_data_loses_nothing_of_a_topic(
         # none skipped: from its cursor on, or from before it when the server lost the
         # consumer's last acks (it writes them to disk after acknowledging them)
         assert seen[0] <= 4 and seen == list(range(seen[0], 20)), seen
+
+
+async def test_a_durable_subscriber_streaming_through_a_kill_skips_nothing(
+    own_server: NatsServer,
+) -> None:
+    """Publishes and advances under way when the server is killed (its data kept): every
+    element published is handed out, in order, none skipped (some again: at least
+    once)."""
+    count = 200
+    async with connect(own_server.url, poll_interval=0.2, timeout=2) as client:
+        news = client.topic("news")
+        await news.subscribe("d")
+        seen: list[int] = []
+
+        async def produce() -> None:
+            for n in range(count):
+                await _publish(news, n)
+
+        async def consume() -> None:
+            while not seen or seen[-1] != count - 1:
+                try:
+                    seen.append(await news.advance("d", timeout=5))
+                except (BrokerUnavailable, TimeoutError):
+                    await asyncio.sleep(0.05)
+
+        tasks = [asyncio.create_task(produce()), asyncio.create_task(consume())]
+        try:
+            await wait_for(lambda: len(seen) >= count // 3, "a third handed out")
+            await own_server.restart(kill=True)
+            await asyncio.wait_for(asyncio.gather(*tasks), 60)
+        finally:
+            for task in tasks:
+                task.cancel()
+        top = -1
+        for value in seen:
+            assert value <= top + 1, f"skipped {top + 1}..{value - 1}"
+            top = max(top, value)
 
 
 async def test_a_killed_server_that_lost_its_data_declares_the_topic_again(
