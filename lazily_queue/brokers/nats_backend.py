@@ -41,7 +41,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from ..errors import InvalidConfiguration, MessageTooLarge, shown
+from ..errors import MessageTooLarge, shown
 from .errors import (
     BrokerAuthenticationFailed,
     BrokerError,
@@ -52,6 +52,7 @@ from .errors import (
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
 from .nats_connection import Outages, hold_publishes, redacted, require_tls, within
+from .nats_limits import MAX_INT
 from .nats_names import of_this_library, once_id, stream_description
 from .nats_reads import NatsReads
 from .nats_requests import PubAck, Replies
@@ -78,20 +79,6 @@ WRONG_LAST_SEQUENCE = 10071
 ANNOUNCE_INTERVAL = 0.005
 
 
-#: The largest integer a JetStream setting holds (a Go int64).
-MAX_INT = 2**63 - 1
-#: The most seconds a JetStream duration holds (int64 nanoseconds).
-MAX_SECONDS = MAX_INT // 10**9
-
-
-def check_within(name: str, value: float, most: float, setting: str) -> None:
-    """Raise :class:`~lazily_queue.errors.InvalidConfiguration` when ``value`` of ``name``
-    is over ``most``, what JetStream's ``setting`` holds."""
-    if value > most:
-        raise InvalidConfiguration(f"{name} {shown(value)} is over what NATS JetStream's "
-                                   f"{setting} holds ({most}); use a smaller one")
-
-
 class NatsJetStreamStorage(NatsReads):
     """Storages for queues, work queues and topics on one NATS JetStream account."""
 
@@ -109,10 +96,7 @@ class NatsJetStreamStorage(NatsReads):
         self.nc = nc
         #: Told when the connection drops and comes back (on one :meth:`connect` opened;
         #: on the caller's own connection, when an operation finds it reconnected).
-        if outages is None:
-            outages = Outages()
-            outages.follow(nc)
-        self.outages = outages
+        self.outages = outages or Outages().follow(nc)
         self.js: JetStreamContext = nc.jetstream(timeout=timeout)
         self.address = address
         self.timeout = timeout
@@ -262,8 +246,7 @@ class NatsJetStreamStorage(NatsReads):
                 raise BrokerObjectLost(
                     f"nats at {self.address}: {doing}: the stream is gone (deleted outside "
                     "this library, or lost with the server's data); nothing was changed: "
-                    "try again once it is declared again (on the object's next refresh or "
-                    "operation)") from None
+                    "try again (the object's next refresh or operation declares it)") from None
             if exc.err_code == STREAM_NAME_IN_USE:
                 raise IncompatibleBrokerObject(
                     f"nats at {self.address}: {doing}: a stream of that name exists with "

@@ -37,10 +37,11 @@ class Outages:
         self._followed: NATS | None = None
         self._reconnects = 0
 
-    def follow(self, nc: NATS) -> None:
+    def follow(self, nc: NATS) -> Outages:
         """Tell the listeners of ``nc``'s reconnections as :meth:`check` sees them."""
         self._followed = nc
         self._reconnects = nc.stats["reconnects"]
+        return self
 
     def check(self) -> None:
         """Call every listener when the followed connection reconnected since the last

@@ -3,13 +3,29 @@ elements without a word: an age limit (``max_age``, whatever the discard policy)
 limit on its messages or bytes with ``discard: old`` (the server deletes the oldest
 messages to make room for a new one). Such a stream is refused where the object is
 opened, and again once the server announces a change to it or the connection to it
-comes back."""
+comes back. Also the largest values JetStream's settings hold (:func:`check_within`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from nats.js.api import DiscardPolicy, RetentionPolicy
+
+from ..errors import InvalidConfiguration, shown
+
+#: The largest integer a JetStream setting holds (a Go int64).
+MAX_INT = 2**63 - 1
+#: The most seconds a JetStream duration holds (int64 nanoseconds).
+MAX_SECONDS = MAX_INT // 10**9
+
+
+def check_within(name: str, value: float, most: float, setting: str) -> None:
+    """Raise :class:`~lazily_queue.errors.InvalidConfiguration` when ``value`` of ``name``
+    is over ``most``, what JetStream's ``setting`` holds."""
+    if value > most:
+        raise InvalidConfiguration(f"{name} {shown(value)} is over what NATS JetStream's "
+                                   f"{setting} holds ({most}); use a smaller one")
+
 
 #: A stream's limits that, with ``discard: old``, delete its oldest messages to make room.
 ROOM_LIMITS = ("max_msgs", "max_bytes", "max_msgs_per_subject")

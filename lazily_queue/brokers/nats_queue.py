@@ -51,8 +51,8 @@ from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import QueueMirror
-from .nats_backend import MAX_INT, MAX_MESSAGES, MAX_MESSAGES_EXCEEDED, check_within
-from .nats_limits import silent_deletions
+from .nats_backend import MAX_MESSAGES, MAX_MESSAGES_EXCEEDED
+from .nats_limits import MAX_INT, check_within, silent_deletions
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 from .nats_streams import StreamDeclared

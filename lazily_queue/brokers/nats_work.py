@@ -62,9 +62,8 @@ from . import nats_dead_letters
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror
-from .nats_backend import MAX_INT, MAX_SECONDS, check_within
 from .nats_leases import Leases
-from .nats_limits import silent_deletions
+from .nats_limits import MAX_INT, MAX_SECONDS, check_within, silent_deletions
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 from .nats_streams import StreamDeclared
