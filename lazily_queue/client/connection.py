@@ -26,7 +26,7 @@ from .access import READ, ClientGrant
 from .batching import PendingOp
 from .budget import Budget
 from .outbox import AnswerBudget, Outbox
-from .popped import CHECKED, GIVE_BACKS, Giving, give_back_refusal
+from .popped import CHECKED, GIVE_BACKS, Giving, give_back_refusal, one_copy_each
 
 if TYPE_CHECKING:
     from ..replicated.view import ReadView
@@ -237,8 +237,12 @@ class ClientConnection:
                 "be one work queue; nothing was applied")
         if code in GIVE_BACKS and self.refusal(C.QUEUE_PUSH, args[0]) is not None:
             session = self.session or 0
-            if ((refusal := give_back_refusal(view.client_popped(session), self.giving,
-                                              session, op.seq, code, args, self.grant.name))
+            record = view.client_popped(session)
+            once = one_copy_each(record, code, args)
+            if once is not None:  # two copies of an id popped together: one goes back
+                op.args = args = once
+            if ((refusal := give_back_refusal(record, self.giving, session, op.seq, code,
+                                              args, self.grant.name))
                     and not self._applied_before(op.seq, view)):
                 return P.PermissionDenied(refusal)
             op.code = CHECKED[code]  # applied only as the session's record allows then

@@ -6,7 +6,10 @@ a queue past its capacity. A client that may push may do so; one that may only c
 may give back an element only under the id its session popped it under, with the value
 and headers it was popped with, once, and only among its session's last
 :data:`~..replicated.session_popped.SESSION_ELEMENTS` popped elements
-(:func:`give_back_refusal`). Anything else is refused before it is proposed. The older
+(:func:`give_back_refusal`). Anything else is refused before it is proposed. A
+give-back naming one element twice (both copies of an id a producer's give-back put back
+twice, taken by one pop: the record holds the element once) is proposed with one copy
+(:func:`one_copy_each`), so the other elements it names are not refused with it. The older
 ``QUEUE_UNPOP(_MANY)`` (values without ids) are not open to such a client at all.
 
 What a session popped and has not given back is taken from the ops as they applied in
@@ -35,11 +38,19 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from ..core import ids
 from ..core.headers import checked_table
+from ..core.ids import Run
 from ..errors import OperationFailed, shown
 from ..replicated import ops as C
 from ..replicated.session_popped import GIVE_BACKS as GIVE_BACKS
-from ..replicated.session_popped import SESSION_ELEMENTS, SessionRecord, digest, elements
+from ..replicated.session_popped import (
+    SESSION_ELEMENTS,
+    Pop,
+    SessionRecord,
+    digest,
+    elements,
+)
 
 #: The checked form a member proposes of each give-back it admitted here.
 CHECKED = {plain: checked for checked, plain in C.CHECKED_GIVE_BACKS.items()}
@@ -95,19 +106,13 @@ def give_back_refusal(record: SessionRecord | None, giving: Giving, session: int
     may; its elements are then marked in ``giving``)."""
     name = args[0]
     found = elements(args[1], args[2])
-    if found is None:
+    headers = _headers_of(code, args)
+    if found is None or headers is None:
         return None  # malformed: the state machine refuses it, naming why
-    headers: dict[int, Any] = {}
-    if code == C.QUEUE_UNPOP_HEADERS:  # read as the state machine reads it: last one wins
-        try:
-            headers = dict(checked_table(args[3], "headers"))
-        except ValueError:
-            return None  # malformed: the state machine refuses it, naming why
     marks: list[tuple[int, str, int, int]] = []
     for i, stamp, value in found:
-        pop = None if record is None else record.find(name, i)
-        kept = b"" if pop is None or pop.stamp(i) != stamp else digest(*pop.element(i))
-        if pop is None or not kept or kept != digest(value, headers.get(i)):
+        pop = _as_popped(record, name, i, stamp, value, headers.get(i))
+        if pop is None:
             return (f"client {client!r} may give back to queue {shown(name)} only elements its "
                     "session popped and did not give back, with the values, headers and stamps "
                     f"they were popped with (among its last {SESSION_ELEMENTS:,}); giving "
@@ -118,6 +123,60 @@ def give_back_refusal(record: SessionRecord | None, giving: Giving, session: int
                 "operation of its session names them): giving an element back more than "
                 "once needs the produce permission")
     return None
+
+
+def one_copy_each(record: SessionRecord | None, code: int, args: list[Any]) -> list[Any] | None:
+    """The give-back ``args`` (``code``) naming an element more than once (two copies of
+    one id, as a producer's give-back applied twice leaves them, taken by one pop) with
+    one copy of each, in place of the first: the first copy as the session's ``record``
+    holds it popped, else the first (``None``: it names each element once, or is
+    malformed). The record holds an element once however many copies a pop took, and
+    such a client gives it back once."""
+    found = elements(args[1], args[2])
+    if found is None or len({i for i, _, _ in found}) == len(found):
+        return None
+    headers = _headers_of(code, args)
+    if headers is None:
+        return None
+    chosen: dict[int, tuple[int, int, Any]] = {}
+    matched: set[int] = set()
+    for element in found:
+        i, stamp, value = element
+        if i in matched:
+            continue
+        if _as_popped(record, args[0], i, stamp, value, headers.get(i)) is not None:
+            matched.add(i)
+            chosen[i] = element
+        elif i not in chosen:
+            chosen[i] = element
+    values: list[Any] = []
+    runs: list[Run] = []
+    for i, (_, stamp, value) in chosen.items():  # in the order of each id's first copy
+        values.append(value)
+        ids.append(runs, i, 1, stamp)
+    return [args[0], values, runs, *args[3:]]
+
+
+def _headers_of(code: int, args: list[Any]) -> dict[int, Any] | None:
+    """A give-back's headers by id, read as the state machine reads them: the last one
+    wins (``None``: malformed)."""
+    if code != C.QUEUE_UNPOP_HEADERS:
+        return {}
+    try:
+        return dict(checked_table(args[3], "headers"))
+    except ValueError:
+        return None
+
+
+def _as_popped(record: SessionRecord | None, name: str, i: int, stamp: int, value: Any,
+               headers: Any) -> Pop | None:
+    """The pop of ``record`` holding element ``i`` of queue ``name`` as popped with
+    ``stamp``, ``value`` and ``headers`` (``None``: none does)."""
+    pop = None if record is None else record.find(name, i)
+    if pop is None or pop.stamp(i) != stamp:
+        return None
+    kept = digest(*pop.element(i))
+    return pop if kept and kept == digest(value, headers) else None
 
 
 def retry_refused(error: Exception) -> OperationFailed:

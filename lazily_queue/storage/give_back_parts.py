@@ -6,8 +6,9 @@ and a command's room), so giving all of it back at once would be refused. It goe
 parts in FIFO order, each the largest run of elements the proposer takes in one
 operation, proposed **last part first**: each part goes to the head, so once every part
 applied the elements stand at the head in their order under their ids, stamps and
-headers. A part that fails leaves the parts after it given back and the parts before it
-not (each part applies whole or not at all).
+headers. The copies of one id stay in one part when they can (:func:`_middle`). A part
+that fails leaves the parts after it given back and the parts before it not (each part
+applies whole or not at all).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def give_back_parts(
             raise
     else:
         return [op]
-    half = len(values) // 2
+    half = _middle(runs, len(values))
     first_runs, last_runs = _split(runs, half)
     first_headers = last_headers = None
     if headers:
@@ -53,6 +54,25 @@ def give_back_parts(
         last_headers = [entry for entry in headers if entry[0] not in first_ids]
     return (give_back_parts(name, values[:half], first_runs, first_headers, encode)
             + give_back_parts(name, values[half:], last_runs, last_headers, encode))
+
+
+def _middle(runs: list[Run], n: int) -> int:
+    """Where to cut the ``n`` elements ``runs`` names in two: the cut nearest the middle
+    that leaves no id on both sides (the copies of one id, as a producer's give-back
+    applied twice leaves them, go back in one part: a part naming only a copy the part
+    before gave back would be refused whole where give-backs are checked), else the
+    middle."""
+    named = [i for i, _ in ids.expand(runs)]
+    half = n // 2
+    if len(set(named)) == n:
+        return half
+    last = {i: k for k, i in enumerate(named)}
+    cuts, reach = [], 0
+    for k, i in enumerate(named):
+        if 0 < k and reach < k:
+            cuts.append(k)
+        reach = max(reach, last[i])
+    return min(cuts, key=lambda k: abs(k - half), default=half)
 
 
 def _split(runs: list[Run], k: int) -> tuple[list[Run], list[Run]]:

@@ -105,3 +105,14 @@ async def test_a_part_failing_after_others_applied_says_how_many_are_back(
             "are back at the head, the others not"]
         monkeypatch.undo()
         assert await _held(q, 2) == [(2, 2), (3, 3)]
+
+
+def test_the_copies_of_one_id_go_back_in_one_part() -> None:
+    values = [bytes([i]) * 10 for i in range(4)]
+    runs = [[100, 2, 5], [101, 2, 5]]  # 100, 101, 101, 102: 101 twice
+    parts = give_back_parts("q", values, runs, None, _encode_under(25))
+    assert [list(ids.expand(args[2])) for _, args in parts] == [
+        [(100, 5)], [(101, 5), (101, 5)], [(102, 5)]]
+    alone = give_back_parts("q", values[1:3], [[101, 1, 5], [101, 1, 5]], None,
+                            _encode_under(10))  # too large together: cut in the middle
+    assert [len(args[1]) for _, args in alone] == [1, 1]
