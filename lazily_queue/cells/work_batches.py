@@ -68,7 +68,7 @@ class WorkQueueBatches:
     ) -> list[Delivery]:
         """Wait until an item is pending, then lease up to ``n`` at once (see :meth:`claim`).
         Each lease runs from the claim: items not started within the visibility timeout
-        are redelivered."""
+        are redelivered. Only leases still held are returned (see :meth:`claim`)."""
         check_count(n)  # refused at once, not once an item is pending
         self._check_worker(worker, now)
         deadline = Deadline(timeout)

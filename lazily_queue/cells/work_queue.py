@@ -279,7 +279,9 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         seconds (:mod:`.deadline`: ``timeout=0`` claims a pending item, never waits).
         Locally, cancellation is safe: a lease is made only in the step that returns it.
         Over a replicated backend a claim cancelled while committing may leave a lease
-        no caller holds; it comes back through :meth:`reap_expired` (at least once).
+        no caller holds; it comes back through :meth:`reap_expired` (at least once). A
+        lease that ended before the claim returned (reaped or settled behind it, or the
+        claim answered late after a failover) is not returned: it claims again.
         """
         self._check_worker(worker, now)  # refused at once, not once an item is pending
         deadline = Deadline(timeout)

@@ -189,16 +189,42 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
     ) -> WorkTransition[Delivery | None]:
         check_member(worker, "worker name")
         args = [self.name, check_worker(worker), given_now(now)]
-        raw, mask = await self._call(C.WORK_CLAIM, args, timeout)
-        return WorkTransition(None if raw is None else Delivery(**raw), mask)
+        leased, mask = await self._claim(C.WORK_CLAIM, args, timeout)
+        return WorkTransition(leased[0] if leased else None, mask)
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
     ) -> WorkTransition[list[Delivery]]:
         check_member(worker, "worker name")
         args = [self.name, check_worker(worker), check_count(n), given_now(now)]
-        raw, mask = await self._call(C.WORK_CLAIM_MANY, args, timeout)
-        return WorkTransition([Delivery(**d) for d in raw], mask)
+        return WorkTransition(*await self._claim(C.WORK_CLAIM_MANY, args, timeout))
+
+    async def _claim(self, code: int, args: list[Any], timeout: float | None,
+                     ) -> tuple[list[Delivery], int]:
+        """Claim (``code``, ``args``): the leases made that are still held, and the mask
+        of the claims made. A claim answered late (entries applied behind it before its
+        caller ran, or its answer lost and a retry answered from the session's kept
+        results after a failover) may name leases reaped or settled since: they are left
+        out, and when none is left it claims again, as it would have found the items
+        pending (each such lease counted an attempt, so this ends)."""
+        mask = 0
+        while True:
+            raw, made = await self._call(code, args, timeout)
+            mask |= made
+            leased = [] if raw is None else [Delivery(**d) for d in (
+                [raw] if code == C.WORK_CLAIM else raw)]
+            live = self._live(leased)
+            if live or not leased:
+                return live, mask
+
+    def _live(self, leased: list[Delivery]) -> list[Delivery]:
+        """``leased`` less the leases this replica (a client's mirror) holds as ended; a
+        lease it has not applied yet is kept."""
+        core = self._core()
+        made = core.next_ids()[1]
+        return [d for d in leased if d.delivery_id >= made or (
+            (held := core.delivery(d.delivery_id)) is not None
+            and held.item_id == d.item_id and held.worker == d.worker)]
 
     async def release(
         self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
