@@ -8,7 +8,9 @@ operation, proposed **last part first**: each part goes to the head, so once eve
 applied the elements stand at the head in their order under their ids, stamps and
 headers. The copies of one id stay in one part when they can (:func:`_middle`). A part
 that fails leaves the parts after it given back and the parts before it not (each part
-applies whole or not at all).
+applies whole or not at all). The parts cannot share one replicated entry: an entry
+(a command) holds at most one operation's room, and together they exceed it; so between
+two parts another consumer may pop the elements already back.
 """
 
 from __future__ import annotations
