@@ -378,4 +378,11 @@ MUTATIONS = [
         "",
         ("tests/client/test_take_room_resend.py",),
         "a take answered no_room waits for its session's earlier ops before it goes again"),
+    Mutation(
+        "client-gives-back-both-copies", "lazily_queue/client/connection.py",
+        "            if once is not None:  # two copies of an id popped together: one goes back\n",
+        "            if False:\n",
+        ("tests/client/test_client_give_back_twice.py::"
+         "test_a_consume_only_give_back_of_both_copies_gives_one_back",),
+        "a consume-only client's give-back naming both copies of one id gives the rest back"),
 ]

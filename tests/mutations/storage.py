@@ -237,4 +237,10 @@ MUTATIONS = [
         ("tests/brokers/test_outage_outcomes.py::"
          "test_a_nats_push_that_failed_during_an_outage_is_not_stored_later",),
         "a NATS push that raised during an outage is never stored once the server is back"),
+    Mutation(
+        "claim-hands-out-ended-leases", "lazily_queue/storage/raft_work_queue.py",
+        "            live = self._live(leased)\n",
+        "            live = leased\n",
+        ("tests/client/test_claim_ended_leases.py",),
+        "a claim on a node or a client never hands out a lease its replica holds as ended"),
 ]
