@@ -19,8 +19,9 @@ the loop decoded them, and each link's frames are still handled in order (its ta
 waits for its frame). The frames waiting for the thread go by client in turn, so one
 client's many links keep another's frame waiting for at most one frame of each client
 with frames waiting (and the one being decoded), not for all of theirs. A frame whose
-link ends while it waits is dropped undecoded at once, and so are those its link queued
-after it (:func:`dropped`): its task, and its place among the links, are freed then.
+link ends while it waits is dropped undecoded at once, its bytes let go then rather than
+at its turn, and so are those its link queued after it (:func:`dropped`): its task, and
+its place among the links, are freed then.
 """
 
 from __future__ import annotations
@@ -121,8 +122,8 @@ class FrameDecoder:
             if len(data) < THREAD_BYTES:
                 return decode()
             frame: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-            self._waiting.setdefault(client, deque()).append(
-                (functools.partial(self._decode_large, data, decode), frame))
+            entry = (functools.partial(self._decode_large, data, decode), frame)
+            self._waiting.setdefault(client, deque()).append(entry)
             if self._running is None:
                 self._next()
             if ended is None:
@@ -132,16 +133,30 @@ class FrameDecoder:
                 done, _ = await asyncio.wait((frame, ending),
                                              return_when=asyncio.FIRST_COMPLETED)
             except BaseException:
-                frame.cancel()
+                self._give_up(client, entry)
                 raise
             finally:
                 ending.cancel()
             if frame in done:
                 return await frame
-            frame.cancel()  # passed by (:meth:`_next`), or its result let go
+            self._give_up(client, entry)
             return None
         except P.RequestRefused as exc:
             return exc
+
+    def _give_up(self, client: str, entry: _Waiting) -> None:
+        """Let go of ``client``'s frame ``entry``: not decoded if it still waits, and not
+        held until its turn (its bytes freed now), its result dropped if it is decoding."""
+        entry[1].cancel()
+        frames = self._waiting.get(client)
+        if frames is None:
+            return
+        try:
+            frames.remove(entry)
+        except ValueError:  # taken by :meth:`_next` already
+            return
+        if not frames:
+            del self._waiting[client]
 
     def _next(self) -> None:
         """Start decoding the frame of the client next in turn (a frame whose link went

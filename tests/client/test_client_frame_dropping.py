@@ -59,3 +59,36 @@ async def test_an_ended_links_waiting_frames_are_dropped_and_its_place_freed_at_
         await holder.aclose()
         await third.aclose()
     assert decoded.count(b"HOLD") == 1 and b"GONE" not in decoded, decoded
+
+
+async def test_an_ended_links_waiting_frame_is_let_go_at_once_not_at_its_turn(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Links that each send one large frame and end while the thread is busy leave
+    none of their bytes waiting for the thread (else a client's slow frames ahead of
+    them and links churning behind held gigabytes)."""
+    release = threading.Event()
+    decode = P.decode
+
+    def holding(data: bytes, **limits: Any) -> list[Any]:
+        if data.endswith(b"HOLD"):
+            release.wait(30)  # the thread is busy until the test says
+        return decode(data, **limits)
+
+    monkeypatch.setattr(P, "decode", holding)
+    async with one_member() as node:
+        assert node.clients is not None
+        decoder, links = node.clients.decoder, node.clients.links
+        holder = await linked(node)
+        await holder.send(cbor2.dumps([2, P.PING, b"p" * THREAD_BYTES + b"HOLD"]))
+        for _ in range(5):
+            gone = await linked(node)
+            await gone.send(cbor2.dumps([2, P.PING, b"g" * THREAD_BYTES]))
+            await gone.aclose()
+        async with asyncio.timeout(10):
+            while links.open["web"] > 1:  # noqa: ASYNC110 - polls plain state
+                await asyncio.sleep(0.01)
+        assert not release.is_set()
+        assert not decoder._waiting, {k: len(v) for k, v in decoder._waiting.items()}
+        release.set()
+        assert [a[:2] for a in await answers(holder, 1)] == [[2, P.OK]]
+        await holder.aclose()
