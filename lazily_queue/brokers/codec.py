@@ -44,9 +44,12 @@ _REFUSED = "the value cannot be replicated: "
 def encode(value: Any) -> bytes:
     """The CBOR bytes of ``value``, a value of the model; :class:`UnsupportedValue`
     naming the offending type otherwise (the same values a node refuses)."""
-    if values.plain([value]):
-        return cbor2.dumps(value)
     try:
+        if values.plain([value]):
+            try:
+                return cbor2.dumps(value)
+            except ValueError as exc:  # a str holding a lone surrogate
+                raise values.unsupported("broker", str(exc)[:200]) from None
         tuples = values.scan([value], max_items=MAX_VALUE_BYTES, name="broker")
         try:
             encoded = values.dumps(value, tuples=tuples)

@@ -52,6 +52,8 @@ OUTSIDE = [
     2**5000,
     1j,
     _nested(46),
+    "\ud800",  # a lone surrogate: no UTF-8 string
+    ["x", {"k\udfff": 1}],
 ]
 
 
