@@ -5,6 +5,7 @@ library."""
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 
 import redis.exceptions as rexc
@@ -18,14 +19,21 @@ from .errors import (
     IncompatibleBrokerObject,
 )
 
+#: A script's ``LOST <key> ...`` reply: the key (``prefix:{kind:name}:part``; a name may
+#: hold spaces and ``}:``, the text after the key holds neither) and the rest.
+_LOST = re.compile(r"LOST (?P<key>.*\}:[a-z]+) (?:\(the |holds )", re.DOTALL)
+
 
 def lost_advice(reply: str) -> str:
     """A script's ``LOST <key> ...`` reply (part of an object deleted outside this
-    library) with what was lost and what to do."""
+    library) with what was lost and what to do: the pattern of the object's keys
+    matches no other object's (its name's glob characters escaped)."""
     detail = reply.removeprefix("LOST ")
-    key = detail.split(" ", 1)[0]
-    pattern = key.rpartition(":")[0] + ":*"
-    if "{t:" in key and not key.endswith(":meta"):
+    found = _LOST.match(reply)
+    key = found["key"] if found else detail.split(" ", 1)[0]
+    head = key.rpartition("}:")[0] + "}:" if found else key.rpartition(":")[0] + ":"
+    pattern = re.sub(r"([\\*?\[\]])", r"\\\1", head) + "*"
+    if key.partition("{")[2].startswith("t:") and not key.endswith(":meta"):
         return (f"{detail}: entries were deleted outside this library (DEL, XTRIM, XDEL); "
                 "the elements are gone: restore the topic from a snapshot, or delete its "
                 f"keys ({pattern}) to start it afresh")

@@ -170,3 +170,29 @@ async def test_a_queue_and_a_topic_whose_keys_were_all_flushed_start_afresh(
                 await again.queue(name, capacity=7).push("x")
     finally:
         await raw.aclose()
+
+
+async def test_the_keys_a_lost_object_names_are_its_own_whatever_its_name(
+    redis_server: BrokerServer,
+) -> None:
+    """The advice names a pattern of the object's keys: a name with a space (which ended
+    the key early: ``lq:{q:*``, every queue's keys) or glob characters matches no other
+    object's keys."""
+    base = fresh("lost")
+    name, others = f"{base} [1]*", [base, f"{base} 1x", f"{base} [1]*b"]
+    raw = aioredis.Redis.from_url(redis_server.url)
+    try:
+        async with connect(redis_server.url) as client:
+            for other in others:
+                await client.queue(other).push("kept")
+            queue = client.queue(name)
+            await queue.push("a")
+            await raw.delete(f"lq:{{q:{name}}}:version")
+            with pytest.raises(BrokerObjectLost) as lost:
+                await queue.push("b")
+        pattern = str(lost.value).split("delete the object's keys (", 1)[1].split(")", 1)[0]
+        matched = {key.decode() async for key in raw.scan_iter(match=pattern)}
+        own = f"lq:{{q:{name}}}:"
+        assert f"{own}list" in matched and all(k.startswith(own) for k in matched), pattern
+    finally:
+        await raw.aclose()
