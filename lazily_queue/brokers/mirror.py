@@ -80,6 +80,8 @@ class Refresher:
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
         self.failures = 0
+        #: The error of the last refresh, ``None`` once one succeeded.
+        self.last_error: BaseException | None = None
 
     def start(self) -> None:
         """Start refreshing on the running loop (idempotent; a no-op without one)."""
@@ -152,6 +154,7 @@ class Refresher:
                 if self.failures == 1 or self.failures % 100 == 0:
                     log.warning("%s: refresh failed (%d so far): %s", self.name,
                                 self.failures, error)
+            self.last_error = error
             self._settle(generation, error)
             if error is None:
                 backoff = 0.05
@@ -308,6 +311,15 @@ class MirroredObject:
         refused = self._refused
         if refused is not None:
             raise type(refused)(str(refused))
+
+    def unreachable(self) -> Exception | None:
+        """A :class:`~lazily_queue.brokers.errors.BrokerUnavailable` naming the broker
+        when the last refresh could not reach it, else ``None``: a wait on the mirror
+        that reaches its deadline raises it (the mirror could not see the broker)."""
+        from .errors import BrokerUnavailable
+
+        error = self._refresher.last_error
+        return BrokerUnavailable(str(error)) if isinstance(error, BrokerUnavailable) else None
 
     def _raise_if_closed(self) -> None:
         if self._stopped:

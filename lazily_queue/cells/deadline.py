@@ -15,11 +15,16 @@ A call that does not wait (``offer``, ``poll``, ``poll_many``, ``poll_messages``
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
 from ..core.numbers import wait_limit
 from ..errors import shown
+
+#: What a wait that reached its deadline raises instead of ``TimeoutError`` (see
+#: :meth:`Deadline.waiting`).
+Cause = Callable[[], Exception | None] | None
 
 
 class Deadline:
@@ -36,21 +41,27 @@ class Deadline:
             if limit is not None:
                 self._at = asyncio.get_running_loop().time() + limit
 
-    def waiting(self, waited: str) -> AbstractAsyncContextManager[object]:
+    def waiting(self, waited: str, cause: Cause = None) -> AbstractAsyncContextManager[object]:
         """The scope of one wait: it ends in ``TimeoutError`` at the deadline, and raises
         it at once when the deadline has passed; its message says ``waited`` (what did
         not come: ``"pop from queue 'jobs': no element"``), the timeout, and that the
-        call applied nothing."""
+        call applied nothing. ``cause()``, when given and it returns an error then (a
+        broker that could not be reached while the call waited), is raised instead."""
         if self._at is None:
             return asyncio.timeout_at(None)
         if asyncio.get_running_loop().time() >= self._at:
-            raise self.expired(waited)
-        return _Wait(asyncio.timeout_at(self._at), self, waited)
+            raise self.expired(waited, cause)
+        return _Wait(asyncio.timeout_at(self._at), self, waited, cause)
 
-    def expired(self, waited: str) -> TimeoutError:
-        """The error of a wait for ``waited`` that reached the deadline."""
-        return TimeoutError(f"{waited} within timeout={shown(self._timeout)}s; the call applied "
-                            f"nothing (call it again, or give it a longer timeout)")
+    def expired(self, waited: str, cause: Cause = None) -> Exception:
+        """The error of a wait for ``waited`` that reached the deadline: ``TimeoutError``,
+        or what ``cause()`` returns when it returns an error."""
+        message = (f"{waited} within timeout={shown(self._timeout)}s; the call applied "
+                   "nothing")
+        why = None if cause is None else cause()
+        if why is not None:
+            return type(why)(f"{message}: {why}")
+        return TimeoutError(f"{message} (call it again, or give it a longer timeout)")
 
 
 #: The deadline of ``timeout=None`` (it holds no time: one serves every call).
@@ -60,12 +71,14 @@ NO_DEADLINE = Deadline(None)
 class _Wait:
     """:func:`asyncio.timeout_at`, its ``TimeoutError`` saying what did not come."""
 
-    __slots__ = ("_deadline", "_scope", "_waited")
+    __slots__ = ("_cause", "_deadline", "_scope", "_waited")
 
-    def __init__(self, scope: asyncio.Timeout, deadline: Deadline, waited: str) -> None:
+    def __init__(self, scope: asyncio.Timeout, deadline: Deadline, waited: str,
+                 cause: Cause) -> None:
         self._scope = scope
         self._deadline = deadline
         self._waited = waited
+        self._cause = cause
 
     async def __aenter__(self) -> _Wait:
         await self._scope.__aenter__()
@@ -78,7 +91,7 @@ class _Wait:
         except TimeoutError as expired:
             if not self._scope.expired():
                 raise
-            raise self._deadline.expired(self._waited) from expired.__cause__
+            raise self._deadline.expired(self._waited, self._cause) from expired.__cause__
         return None
 
 

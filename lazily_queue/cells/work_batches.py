@@ -29,6 +29,7 @@ class WorkQueueBatches:
     ctx: Context
     _sync: SyncWorkQueueStorage | None
     _storage: WorkQueueStorage
+    _unreachable: Callable[[], Exception | None] | None
 
     def _apply(self, transition: WorkTransition[R]) -> R:
         raise NotImplementedError
@@ -77,7 +78,8 @@ class WorkQueueBatches:
                 leased = await self.poll_many(worker, n, now)
                 if leased:
                     return leased
-            async with deadline.waiting(f"claim from work queue {self.name!r}: no pending item"):
+            async with deadline.waiting(f"claim from work queue {self.name!r}: no pending item",
+                                        self._unreachable):
                 await self._wait_for_work(now)
 
     async def ack_many(self, worker: str, delivery_ids: list[int]) -> list[Receipt | None]:

@@ -28,7 +28,7 @@ from ..core.work_items import check_delivery_id, check_worker
 from ..errors import InvalidConfiguration, UnsupportedOperation, shown
 from ..reactive import Context, Slot, SlotGroup, resolve_context
 from ..serializers import Codec, Serializer
-from ..storage.capabilities import StorageCapabilities, stop_check
+from ..storage.capabilities import StorageCapabilities, stop_check, unreachable_check
 from ..storage.local_work import LocalWorkQueueStorage
 from ..storage.local_work_expiry import ExpiringWorkQueueStorage
 from ..storage.serializing_work import SerializingWorkQueueStorage
@@ -118,6 +118,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         self.clock = clock
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)
+        self._unreachable = unreachable_check(storage)
         group = SlotGroup(self.ctx)
         self._group = group
         # Creation order fixes the bits: PENDING_LEN, IS_EMPTY, IN_FLIGHT_LEN, DEAD_LETTER_LEN.
@@ -290,7 +291,8 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
                 delivery = await self.poll(worker, now)
                 if delivery is not None:
                     return delivery
-            async with deadline.waiting(f"claim from work queue {self.name!r}: no pending item"):
+            async with deadline.waiting(f"claim from work queue {self.name!r}: no pending item",
+                                        self._unreachable):
                 await self._wait_for_work(now)
 
     def _check_worker(self, worker: str, now: Now) -> None:

@@ -142,3 +142,11 @@ def stop_check(storage: object) -> Callable[[], None]:
         check: Callable[[], None] = getattr(storage, "raise_if_stopped")  # noqa: B009
         return check
     return _running
+
+
+def unreachable_check(storage: object) -> Callable[[], Exception | None] | None:
+    """What a cell's wait that reached its deadline raises instead of ``TimeoutError``:
+    the storage's ``unreachable()`` (a broker storage's: the broker could not be reached
+    by its last refresh), or ``None`` for a storage without one."""
+    check: Callable[[], Exception | None] | None = getattr(storage, "unreachable", None)
+    return check
