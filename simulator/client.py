@@ -82,6 +82,8 @@ class Client:
         self.busy = False
         self.stopped = False
         self.draining = False
+        #: ``SESSION_REGISTER`` ops it asked for (:func:`.registered_sessions.register_args`).
+        self.registers = 0
         #: Issues nothing for now (the drain waits for the last answers to arrive).
         self.quiet = False
         self.ops: list[Observed] = []

@@ -46,7 +46,7 @@ from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
 
 from .client import FAILED, OK, Client, Observed
 from .client import UNKNOWN as UNKNOWN_OUTCOME
-from .registered_sessions import REG_QUEUE, REG_TAG
+from .registered_sessions import REG_QUEUE, REG_TAG, register_args
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -164,7 +164,7 @@ class ForgettingClient(Client):
             if self.draining:
                 self.stopped = True  # what is kept was applied nowhere: given up
                 return
-            self.call(C.SESSION_REGISTER, [REG_TAG], self._registered,
+            self.call(C.SESSION_REGISTER, register_args(REG_TAG, self), self._registered,
                       timeout=self.rng.uniform(0.3, 2.0))
             return
         if not self.draining and not self.declared:

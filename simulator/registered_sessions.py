@@ -31,9 +31,9 @@ from typing import Any
 
 from lazily_queue.replicated import ops as C
 from lazily_queue.replicated.client_sessions import owner_tag
-from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
+from lazily_queue.replicated.session_register import MAX_KEY, REGISTERED_BASE, UNKNOWN
 
-from .client import FAILED, OK, Host, Observed
+from .client import FAILED, OK, Client, Host, Observed
 from .client import UNKNOWN as UNKNOWN_OUTCOME
 from .history import AppliedOp, Violation
 from .session_client import SessionClient
@@ -48,6 +48,16 @@ CHURN = 0.2
 LATE_RETRY = 0.3
 #: Client sessions the registering clients may hold beyond the other clients' ones.
 HEADROOM = 4
+
+
+def register_args(tag: int, client: Client) -> list[int]:
+    """``SESSION_REGISTER``'s arguments for ``client``, as members of every version
+    propose them: mostly with a nonce (the first sets the cluster's key), else the older
+    ``[tag]``. Drawn from the client's name and count of registers, not from its random
+    stream, which recorded scenarios replay."""
+    client.registers += 1
+    rng = random.Random(f"{client.cid}:{client.registers}")
+    return [tag] if rng.random() < 0.2 else [tag, rng.randint(1, MAX_KEY)]
 
 
 def session_bound(session_clients: int) -> int:
@@ -88,7 +98,7 @@ class RegisteringClient(SessionClient):
                 self.late_retries += 1
         if self.session == 0:
             if not self.draining:
-                self.call(C.SESSION_REGISTER, [REG_TAG], self._registered,
+                self.call(C.SESSION_REGISTER, register_args(REG_TAG, self), self._registered,
                           timeout=rng.uniform(0.3, 2.0))
             else:
                 self.stopped = True

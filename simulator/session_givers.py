@@ -48,6 +48,7 @@ from lazily_queue.replicated.session_popped import REFUSED
 from lazily_queue.replicated.session_register import REGISTERED_BASE, registered
 
 from .client import FAILED, OK, QUEUE, UNKNOWN, Observed
+from .registered_sessions import register_args
 from .session_client import DOUBLE_SEND, SessionClient
 
 if TYPE_CHECKING:
@@ -145,8 +146,8 @@ class SessionGiver(SessionClient):
             if self.draining:
                 self.stopped = True
             else:
-                self.call(C.SESSION_REGISTER, [owner_tag(self.cid)], self._registered,
-                          timeout=self.rng.uniform(0.3, 2.0))
+                self.call(C.SESSION_REGISTER, register_args(owner_tag(self.cid), self),
+                          self._registered, timeout=self.rng.uniform(0.3, 2.0))
             return
         if self.pending is None and self.held is not None:
             if not self.draining and self.sim.now() < self.give_at:

@@ -1,6 +1,6 @@
 """A member greeting a client: its hello answered (:func:`hello`), the session it names
 (:func:`session_of`), and registering one: ``[id, REGISTER, timeout_ms]`` (protocol 5) proposes
-``SESSION_REGISTER`` with the client's owner tag as the member's own op
+``SESSION_REGISTER`` with the client's owner tag and a random nonce as the member's own op
 (:mod:`..replicated.session_register`) and answers the new session id once it applied;
 the link's ops go under that id from then on (a later link names it in its hello). A
 link registers one session at a time: a REGISTER while one is unanswered, or once the
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..replicated import ops
 from ..replicated.client_sessions import CLIENT_SESSION_BASE, OWNER_SHIFT, owner_of, owner_tag
 from ..replicated.ops import OpError
-from ..replicated.session_register import REGISTERED_BASE
+from ..replicated.session_register import REGISTERED_BASE, nonce
 from . import protocol as P
 from .connection import ClientConnection
 
@@ -66,8 +66,8 @@ def register(server: ClientServer, conn: ClientConnection, rid: int,
             _end_unclaimed(server, result, timeout)
 
     conn.registering, conn.session_lost = True, False
-    if server._propose(conn, rid, ops.SESSION_REGISTER, [owner_tag(conn.grant.name)],
-                       timeout, answer, on_orphan=late):
+    if server._propose(conn, rid, ops.SESSION_REGISTER,
+                       [owner_tag(conn.grant.name), nonce()], timeout, answer, on_orphan=late):
         return True
     conn.registering = False  # refused before it was proposed
     return False

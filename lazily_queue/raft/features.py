@@ -119,6 +119,10 @@ TAKE_ROOM_FEATURE = "queue-take-room-v1"
 #: Past the bound on ended client session ids, the client holding the most gives up its
 #: oldest: an older member would forget the oldest of all and diverge.
 ENDED_BY_OWNER_FEATURE = "ended-sessions-by-owner-v1"
+#: ``SESSION_REGISTER`` ``[owner_tag, nonce]``: a registered client session id carries
+#: its proposer's random nonce: an older member would refuse the op as malformed while
+#: the others open the session, and diverge.
+SESSION_NONCE_FEATURE = "client-session-register-v2"
 #: Optional: the member says it is stopping (:data:`~.goodbye.GOODBYE`) before it closes
 #: its links on a clean stop. Only a peer announcing it is sent one; a peer lacking it is
 #: still linked (it logs the stop as a lost link).
@@ -142,4 +146,5 @@ REQUIRED_FEATURES = frozenset({RAFT_FEATURE, PREVOTE_FEATURE, VALUES_FEATURE, DE
                                KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,
                                GIVE_BACK_CHECKED_FEATURE,
                                TAKE_ROOM_FEATURE,
-                               ENDED_BY_OWNER_FEATURE})
+                               ENDED_BY_OWNER_FEATURE,
+                               SESSION_NONCE_FEATURE})

@@ -160,8 +160,8 @@ class StateMachine(StateSnapshots, Proposing):
         #: What client sessions popped and did not give back (:mod:`.session_popped`;
         #: no result depends on it).
         self.popped = session_popped.SessionPopped()
-        #: Client sessions registered so far (:mod:`.session_register`).
-        self.registrations = 0
+        #: Sessions registered so far, and the key hiding their ids (:mod:`.session_register`).
+        self.registrations = self.session_key = 0
         #: The bytes of results the sessions keep (:mod:`.session_results`).
         self.kept = KeptResults()
         self.events: list[Event] = []

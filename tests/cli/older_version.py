@@ -6,7 +6,7 @@ import sys
 
 from lazily_queue.raft import features, mesh
 
-mesh.REQUIRED_FEATURES = mesh.REQUIRED_FEATURES - {features.ENDED_BY_OWNER_FEATURE}
+mesh.REQUIRED_FEATURES = mesh.REQUIRED_FEATURES - {features.SESSION_NONCE_FEATURE}
 
 from lazily_queue.cli import main  # noqa: E402
 

@@ -283,11 +283,26 @@ MUTATIONS = [
     Mutation(
         "ended-by-owner-feature-unrequired", "lazily_queue/raft/features.py",
         "                               TAKE_ROOM_FEATURE,\n"
-        "                               ENDED_BY_OWNER_FEATURE})",
-        "                               TAKE_ROOM_FEATURE})",
+        "                               ENDED_BY_OWNER_FEATURE,\n",
+        "                               TAKE_ROOM_FEATURE,\n",
         ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
          "_handshake",),
         "a member forgetting the oldest ended session of all is refused at the handshake"),
+    Mutation(
+        "session-nonce-feature-unrequired", "lazily_queue/raft/features.py",
+        "                               ENDED_BY_OWNER_FEATURE,\n"
+        "                               SESSION_NONCE_FEATURE})",
+        "                               ENDED_BY_OWNER_FEATURE})",
+        ("tests/raft/test_mesh_node.py::test_a_member_of_an_older_version_is_refused_at_the"
+         "_handshake",),
+        "a member refusing a register with a nonce as malformed is refused at the handshake"),
+    Mutation(
+        "session-key-not-restored", "lazily_queue/replicated/session_register.py",
+        "    sm.registrations, sm.session_key = count, key\n",
+        "    sm.registrations, sm.session_key = count, 0\n",
+        ("tests/replicated/test_session_register.py::test_the_key_survives_a_snapshot_and_a"
+         "_restored_replica_registers_alike",),
+        "a replica restored from a snapshot answers other registered ids than the others"),
     Mutation(
         "batch-half-proposed", "lazily_queue/raft/calls.py",
         "            for proposal, fut in calls:\n"

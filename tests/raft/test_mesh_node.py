@@ -18,6 +18,7 @@ from lazily_queue.raft.features import (
     EXPIRE_LIMIT_FEATURE,
     GIVE_BACK_CHECKED_FEATURE,
     KEPT_BY_OWNER_FEATURE,
+    SESSION_NONCE_FEATURE,
     TAKE_ROOM_FEATURE,
 )
 
@@ -233,7 +234,8 @@ async def test_a_member_added_back_elsewhere_is_linked_by_a_node_with_stale_peer
                                      mesh.CLIENT_REFUSALS_FEATURE, CLAIM_BYTES_FEATURE,
                                      KEPT_BY_OWNER_FEATURE, EXPIRE_LIMIT_FEATURE,
                                      GIVE_BACK_CHECKED_FEATURE,
-                                     TAKE_ROOM_FEATURE, ENDED_BY_OWNER_FEATURE])
+                                     TAKE_ROOM_FEATURE, ENDED_BY_OWNER_FEATURE,
+                                     SESSION_NONCE_FEATURE])
 async def test_a_member_of_an_older_version_is_refused_at_the_handshake(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
     missing: str,

@@ -11,7 +11,7 @@ import pytest
 from lazily_queue.raft.batch import encode_command
 from lazily_queue.replicated import ops, session_end, session_register
 from lazily_queue.replicated.client_sessions import OWNER_SHIFT, owner_of, owner_tag
-from lazily_queue.replicated.session_register import REGISTERED_BASE, UNKNOWN
+from lazily_queue.replicated.session_register import CHOSEN, REGISTERED_BASE, UNKNOWN, hidden
 from lazily_queue.replicated.session_results import NOT_KEPT
 from lazily_queue.replicated.state_machine import (
     CLIENT_SESSION_BASE,
@@ -50,6 +50,35 @@ def test_a_registered_id_is_new_at_every_registration_and_tagged_with_its_client
     assert all(sid >= REGISTERED_BASE and sid in sm.sessions for sid in (first, again, other))
     assert owner_of(first) == owner_of(again) == WEB and owner_of(other) == owner_tag("mobile")
     assert sm.client_counts.by_owner[WEB] == 2
+
+
+def test_a_nonce_sets_the_key_once_and_ids_hide_the_count() -> None:
+    sm = _machine()
+    tagged = REGISTERED_BASE + CHOSEN + (WEB << OWNER_SHIFT)
+    first = _apply(sm, [ops.SESSION_REGISTER, WEB, 12345])[0]
+    second = _apply(sm, [ops.SESSION_REGISTER, WEB, 999])[0]  # the key stays 12345
+    assert sm.session_key == 12345 and sm.registrations == 2
+    assert first == tagged + hidden(12345, 1) and second == tagged + hidden(12345, 2)
+    assert {first, second} <= set(sm.sessions) and owner_of(first) == WEB
+    counted = _apply(sm, [ops.SESSION_REGISTER, WEB])[0]  # the older form: counted
+    assert counted == REGISTERED_BASE + (WEB << OWNER_SHIFT) + 3
+
+
+def test_hidden_is_a_permutation_that_depends_on_the_key() -> None:
+    values = [hidden(7, n) for n in range(1, 20_001)]
+    assert len(set(values)) == len(values) and all(0 <= v < 2**OWNER_SHIFT for v in values)
+    assert values[:5] != [1, 2, 3, 4, 5] and values[:5] != [hidden(8, n) for n in range(1, 6)]
+
+
+def test_the_key_survives_a_snapshot_and_a_restored_replica_registers_alike() -> None:
+    live = _machine()
+    _apply(live, [ops.SESSION_REGISTER, WEB, 2**64 - 1])
+    doc = live.capture()
+    assert doc["registered_sessions"] == [1, 2**64 - 1]
+    restored = StateMachine()
+    restored.restore(doc)
+    assert (_apply(restored, [ops.SESSION_REGISTER, WEB, 5])
+            == _apply(live, [ops.SESSION_REGISTER, WEB, 6]))
 
 
 def test_a_retry_after_its_session_expired_is_refused_and_not_applied_again() -> None:
@@ -102,7 +131,8 @@ def test_register_is_refused_inside_a_session_and_when_malformed() -> None:
     sid = _register(sm)
     assert _client(sm, sid, 1, ops.SESSION_REGISTER, WEB) == session_register.IN_SESSION
     assert sm.registrations == 1
-    for bad in ([], [-1], [0x10000], ["web"], [WEB, 1]):
+    for bad in ([], [-1], [0x10000], ["web"], [WEB, 0], [WEB, 2**64], [WEB, "1"],
+                [WEB, True], [WEB, 1, 2]):
         result = _apply(sm, [ops.SESSION_REGISTER, *bad])[0]
         assert isinstance(result, ops.OpError) and result.code == "malformed_session_register"
     assert sm.registrations == 1
@@ -129,6 +159,9 @@ def test_registrations_survive_a_snapshot_and_a_restored_replica_registers_alike
 
 @pytest.mark.parametrize("section, problem", [
     ("x", "is not a count of registrations"),
+    ([1, 0], "key 0 is not an int"),
+    ([1, "k"], "key 'k' is not an int"),
+    ([0, 1], "is not a count of registrations"),
     (-1, "is not a count of registrations"),
     (True, "is not a count of registrations"),
     (2**OWNER_SHIFT, "is not a count of registrations"),
