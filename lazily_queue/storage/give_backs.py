@@ -75,19 +75,27 @@ class Returns:
         #: Elements given up on (logged as lost).
         self.lost = 0
 
-    def start(self, code: int, args: list[Any]) -> asyncio.Task[None] | None:
-        """Give back ``args`` (``[name, values, runs, ...]``) with ``code``, its first
-        attempt proposed now (joining what is proposed with it); the task awaiting it
+    def start(self, parts: list[tuple[int, list[Any]]]) -> asyncio.Task[None] | None:
+        """Give back each of ``parts`` (``code``, ``[name, values, runs, ...]``) in turn,
+        each proposed once the one before it applied or was given up (so that each goes
+        to the head after the one before, whatever attempts fail), the first attempt of
+        the first now (joining what is proposed with it); the task awaiting them
         (``None``: no loop runs, the elements are lost)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop running (an interpreter shutting down)
-            self._lost(args, "no event loop runs")
+            for _, args in parts:
+                self._lost(args, "no event loop runs")
             return None
-        task = loop.create_task(self._run(code, args, self._attempt(code, args)))
+        task = loop.create_task(self._run_parts(parts, self._attempt(*parts[0])))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
         return task
+
+    async def _run_parts(self, parts: list[tuple[int, list[Any]]],
+                         first: asyncio.Future[Any] | Exception) -> None:
+        for k, (code, args) in enumerate(parts):
+            await self._run(code, args, first if k == 0 else self._attempt(code, args))
 
     def _attempt(self, code: int, args: list[Any]) -> asyncio.Future[Any] | Exception:
         """Propose one attempt: its future, or what proposing it raised."""

@@ -260,15 +260,16 @@ class RaftQueueStorage(ReplicatedObject, Generic[T]):
     def _return(self, values: list[T], runs: list[Run],
                 headers: list[list[Any]] | None) -> list[asyncio.Task[None]]:
         """Start giving ``values`` back with nobody waiting (:mod:`.give_backs`), in
-        parts when one operation cannot carry them all, the last part first."""
+        parts when one operation cannot carry them all, the last part first, each once
+        the one after it applied."""
         try:
             parts = give_back_parts(self.name, values, runs, headers, self._driver.encode)
         except Exception as exc:  # one element alone too large: nothing can carry it
             log.error("queue %r: %d element(s) taken and not handed out cannot be given "
                       "back, and are lost: %s", self.name, len(values), exc)
             return []
-        tasks = [self._returning().start(code, args) for code, args in reversed(parts)]
-        return [task for task in tasks if task is not None]
+        task = self._returning().start(parts[::-1])
+        return [] if task is None else [task]
 
     def _returning(self) -> Returns:
         if self.returns is None:

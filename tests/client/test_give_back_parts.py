@@ -6,6 +6,7 @@ they stand at the head in their order under their ids; before, the give-back was
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 
 from lazily_queue import ClientAccess, ClientGrant, MessageTooLarge, connect
 from lazily_queue.core import ids
+from lazily_queue.raft.errors import NoQuorum
 from lazily_queue.replicated import ops as C
 from lazily_queue.storage.give_back_parts import give_back_parts
 from tests.client.one_member import one_member
@@ -116,3 +118,26 @@ def test_the_copies_of_one_id_go_back_in_one_part() -> None:
     alone = give_back_parts("q", values[1:3], [[101, 1, 5], [101, 1, 5]], None,
                             _encode_under(10))  # too large together: cut in the middle
     assert [len(args[1]) for _, args in alone] == [1, 1]
+
+
+async def test_a_rest_in_parts_keeps_its_order_when_an_attempt_fails_without_applying(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    async with one_member() as node:
+        q = node.queue("big")
+        await q.push_many([bytes([i]) * BIG for i in range(4)])
+        taken = await node.driver.call(C.QUEUE_POP_STAMPED, ["big", 4], timeout=5.0)
+        storage: Any = q._storage
+        propose = storage._driver.propose
+        parts: list[int] = []
+
+        def last_part_fails_once(code: int, args: list[Any], **options: Any) -> Any:
+            parts.append(len(args[1]))
+            if len(parts) == 1:  # the last part's first attempt: no quorum, not applied
+                raise NoQuorum("no majority just now", applied=False)
+            return propose(code, args, **options)
+
+        monkeypatch.setattr(storage._driver, "propose", last_part_fails_once)
+        await asyncio.wait(storage._return(taken[0], taken[1], None), timeout=10)
+        monkeypatch.undo()
+        assert parts == [2, 2, 2]  # the last part twice, then the first
+        assert await _held(q, 4) == [(i, i) for i in range(4)]
