@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 
 #: Client session ids are above this (a member's are at most this).
@@ -44,13 +44,16 @@ class ClientSessions:
     """How many client sessions each owner holds in a table kept oldest-seen first.
 
     ``most`` is the most any one owner holds (what :meth:`victim` looks for), kept as
-    sessions open and drop: ``holding`` counts the owners by how many they hold."""
+    sessions open and drop: ``holding`` maps a count to the owners holding that many,
+    and ``order`` holds each owner's sessions in the table's order (the caller reports
+    a session seen, moved to the table's end, with :meth:`seen`)."""
 
-    __slots__ = ("by_owner", "holding", "most", "total")
+    __slots__ = ("by_owner", "holding", "most", "order", "total")
 
     def __init__(self) -> None:
         self.by_owner: Counter[int] = Counter()
-        self.holding: Counter[int] = Counter()
+        self.holding: dict[int, set[int]] = {}
+        self.order: dict[int, OrderedDict[int, None]] = {}
         self.most = 0
         self.total = 0
 
@@ -59,8 +62,9 @@ class ClientSessions:
         held = self.by_owner[owner]
         self.by_owner[owner] = held + 1
         if held:
-            self._left(held)
-        self.holding[held + 1] += 1
+            self._left(held, owner)
+        self.holding.setdefault(held + 1, set()).add(owner)
+        self.order.setdefault(owner, OrderedDict())[sid] = None
         if held == self.most:
             self.most = held + 1
         self.total += 1
@@ -69,28 +73,37 @@ class ClientSessions:
         owner = owner_of(sid)
         held = self.by_owner[owner]
         left = held - 1
+        order = self.order[owner]
+        del order[sid]
         if left:
             self.by_owner[owner] = left
-            self.holding[left] += 1
+            self.holding.setdefault(left, set()).add(owner)
         else:
-            del self.by_owner[owner]
-        self._left(held)
+            del self.by_owner[owner], self.order[owner]
+        self._left(held, owner)
         if held == self.most and held not in self.holding:
             self.most = left
         self.total -= 1
 
-    def _left(self, held: int) -> None:
-        """One owner no longer holds ``held`` sessions."""
-        owners = self.holding[held] - 1
-        if owners:
-            self.holding[held] = owners
-        else:
+    def seen(self, sid: int) -> None:
+        """Session ``sid`` moved to the table's end (an op of it applied); a member's
+        session is not counted."""
+        if sid > CLIENT_SESSION_BASE:
+            self.order[owner_of(sid)].move_to_end(sid)
+
+    def _left(self, held: int, owner: int) -> None:
+        """``owner`` no longer holds ``held`` sessions."""
+        owners = self.holding[held]
+        owners.discard(owner)
+        if not owners:
             del self.holding[held]
 
     def rebuild(self, sids: Iterable[int]) -> None:
-        """Count again from a table's session ids (after a snapshot was installed)."""
+        """Count again from a table's session ids, oldest seen first (after a snapshot
+        was installed)."""
         self.by_owner.clear()
         self.holding.clear()
+        self.order.clear()
         self.most = 0
         self.total = 0
         for sid in sids:
@@ -101,8 +114,12 @@ class ClientSessions:
         """The session to drop for a new one: the least recently seen of the owner
         holding the most (``sids`` oldest-seen first; ties go to the owner whose session
         was seen least recently)."""
-        most = max(self.by_owner.values())
-        for sid in sids:
+        most = self.most
+        top = self.holding.get(most, ())
+        if len(top) == 1:  # one owner holds the most: its least recently seen
+            for owner in top:
+                return next(iter(self.order[owner]))
+        for sid in sids:  # owners tied: the first of theirs in the table
             if sid > CLIENT_SESSION_BASE and self.by_owner[owner_of(sid)] == most:
                 return sid
         raise LookupError("no client session to drop")

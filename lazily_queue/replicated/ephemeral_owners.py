@@ -164,6 +164,7 @@ def _refresh(sm: StateMachine, args: list[Any]) -> Any:
             session = sm.sessions.get(sid)
             if session is not None:
                 sm.sessions.move_to_end(sid)
+                sm.client_counts.seen(sid)
                 session.seen = sm.now
     return refreshed
 

@@ -194,6 +194,7 @@ class StateMachine(StateSnapshots, Proposing):
             sessions[session_id] = session
         else:
             sessions.move_to_end(session_id)
+            self.client_counts.seen(session_id)
         session.seen = self.now
         if (self.ended.ended  # else only the least recently seen session may have expired
                 or next(iter(sessions.values())).seen < self.now - SESSION_TTL_MS):
@@ -300,6 +301,7 @@ class StateMachine(StateSnapshots, Proposing):
                     session = found
                 else:
                     self.sessions.move_to_end(sid)
+                    self.client_counts.seen(sid)
                 looked = True
                 session.seen = self.now
             done = session.done

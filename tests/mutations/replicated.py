@@ -419,4 +419,10 @@ MUTATIONS = [
         "    del args, at, value\n",
         ("tests/replicated/test_take_room.py",),
         "a mirror replays a sized take as the count it took"),
+    Mutation(
+        "session-seen-not-ordered", "lazily_queue/replicated/client_sessions.py",
+        "            self.order[owner_of(sid)].move_to_end(sid)\n",
+        "            pass\n",
+        ("tests/replicated/test_client_session_counts.py",),
+        "past the bound, a client gives up its least recently seen session, not its oldest"),
 ]

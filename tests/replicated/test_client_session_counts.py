@@ -43,8 +43,56 @@ def test_the_most_one_owner_holds_follows_opens_drops_and_rebuilds(seed: int) ->
             counts.dropped(sid)
         else:
             counts.rebuild([*held, 7])  # a member's session id is not counted
-        assert (counts.most, counts.holding) == _counted_again(counts)
+        assert (counts.most, Counter({k: len(v) for k, v in counts.holding.items()})
+                ) == _counted_again(counts)
         assert counts.total == len(held)
+
+
+def _scanned(counts: ClientSessions, table: list[int]) -> int:
+    """The victim as a scan of the whole table finds it."""
+    most = max(counts.by_owner.values())
+    return next(sid for sid in table if sid > CLIENT_SESSION_BASE
+                and counts.by_owner[sid >> OWNER_SHIFT & 0xFFFF] == most)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_victim_is_the_one_a_scan_of_the_table_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    counts = ClientSessions()
+    table: list[int] = []  # oldest seen first
+    serial = 0
+    for _ in range(600):
+        step = rng.random()
+        if step < 0.4 or not table:
+            serial += 1
+            sid = CLIENT_SESSION_BASE + (rng.randrange(4) << OWNER_SHIFT) + serial
+            table.append(sid)
+            counts.opened(sid)
+        elif step < 0.7:
+            sid = table.pop(rng.randrange(len(table)))
+            table.append(sid)
+            counts.seen(sid)
+        elif step < 0.98:
+            counts.dropped(table.pop(rng.randrange(len(table))))
+        else:
+            counts.rebuild([*table, 7])
+        if table:
+            assert counts.victim(table) == _scanned(counts, table)
+
+
+class _NotWalked:
+    def __iter__(self) -> None:
+        raise AssertionError("the table was walked")
+
+
+def test_one_client_holding_the_most_gives_up_its_oldest_without_a_walk() -> None:
+    counts = ClientSessions()
+    idle = [CLIENT_SESSION_BASE + (1 << OWNER_SHIFT) + k for k in range(1, 8_001)]
+    greedy = [CLIENT_SESSION_BASE + (2 << OWNER_SHIFT) + k for k in range(1, 8_003)]
+    for sid in idle + greedy:
+        counts.opened(sid)
+    counts.seen(greedy[0])
+    assert counts.victim(_NotWalked()) == greedy[1]  # type: ignore[arg-type]
 
 
 def _push(sm: StateMachine, member: int, sid: int, stamp: int) -> None:
