@@ -20,7 +20,7 @@ first, left out while there is none).
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from ..errors import shown
@@ -42,13 +42,16 @@ ENDED = OpError("session_ended", "this client session was ended (its client clos
 
 class EndedSessions:
     """The ids of the client sessions ended lately, with the stamp each ended at, oldest
-    ended first; ``by_owner`` holds each client's (by owner tag), oldest ended first."""
+    ended first; ``by_owner`` holds each client's (by owner tag), oldest ended first, and
+    ``holding`` the owners by how many ids they hold (``most`` the most one holds)."""
 
-    __slots__ = ("by_owner", "ended")
+    __slots__ = ("by_owner", "ended", "holding", "most")
 
     def __init__(self) -> None:
         self.ended: OrderedDict[int, int] = OrderedDict()
-        self.by_owner: dict[int, deque[int]] = {}
+        self.by_owner: dict[int, OrderedDict[int, None]] = {}
+        self.holding: dict[int, set[int]] = {}
+        self.most = 0
 
     def __contains__(self, sid: object) -> bool:
         return sid in self.ended
@@ -61,26 +64,46 @@ class EndedSessions:
         owner = owner_of(sid)
         held = self.by_owner.get(owner)
         if held is None:
-            held = self.by_owner[owner] = deque()
-        elif sid in ended:
-            held.remove(sid)
+            held = self.by_owner[owner] = OrderedDict()
+        if sid in ended:
+            held.move_to_end(sid)
+        else:
+            held[sid] = None
+            self._counted(owner, len(held) - 1, len(held))
         ended[sid] = now
         ended.move_to_end(sid)
-        held.append(sid)
         while len(ended) > ENDED_KEPT:
             self._forget_oldest(self._most_holding())
+
+    def _counted(self, owner: int, was: int, now: int) -> None:
+        """``owner`` holds ``now`` ended ids, not ``was``."""
+        holding = self.holding
+        if was:
+            owners = holding[was]
+            owners.discard(owner)
+            if not owners:
+                del holding[was]
+                if was == self.most:
+                    self.most = now
+        if now:
+            holding.setdefault(now, set()).add(owner)
+            self.most = max(self.most, now)
 
     def _most_holding(self) -> int:
         """The owner holding the most ended ids (ties: the one whose oldest ended first,
         then the one with the lower id)."""
+        top = self.holding[self.most]
+        if len(top) == 1:
+            return next(iter(top))
         ended, by_owner = self.ended, self.by_owner
-        return min(by_owner, key=lambda owner: (
-            -len(by_owner[owner]), ended[by_owner[owner][0]], by_owner[owner][0]))
+        return min(top, key=lambda owner: (ended[next(iter(by_owner[owner]))],
+                                           next(iter(by_owner[owner]))))
 
     def _forget_oldest(self, owner: int) -> None:
         """Forget ``owner``'s oldest ended id."""
         held = self.by_owner[owner]
-        del self.ended[held.popleft()]
+        del self.ended[held.popitem(last=False)[0]]
+        self._counted(owner, len(held) + 1, len(held))
         if not held:
             del self.by_owner[owner]
 

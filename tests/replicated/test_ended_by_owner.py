@@ -5,6 +5,7 @@ session; every replica, restored from a snapshot or not, forgets the same ids.""
 
 from __future__ import annotations
 
+import random
 from itertools import count
 from typing import Any
 
@@ -97,3 +98,56 @@ def test_expiry_keeps_each_clients_ids_in_order(sm: StateMachine) -> None:
     new = _ended(sm, "cron", stamp=SESSION_TTL_MS + 10)
     assert list(sm.ended.ended) == [new] and old[0] not in sm.ended
     assert {k: list(v) for k, v in sm.ended.by_owner.items()} == {owner_tag("cron"): [new]}
+
+
+def _most_holding_of_all(ended: session_end.EndedSessions) -> int:
+    """The owner :meth:`EndedSessions._most_holding` must find, from every owner's ids."""
+    held = ended.by_owner
+    return min(held, key=lambda owner: (-len(held[owner]), ended.ended[next(iter(held[owner]))],
+                                        next(iter(held[owner]))))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_owner_giving_up_an_id_is_the_one_a_look_at_every_owner_finds(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_end, "ENDED_KEPT", 40)
+    rng = random.Random(seed)
+    ended = session_end.EndedSessions()
+    sids: list[int] = []
+    for stamp in range(1, 800):
+        if rng.random() < 0.9 or not sids:
+            sids.append(CLIENT_SESSION_BASE + (rng.randrange(6) << OWNER_SHIFT) + stamp)
+            sid = sids[-1]
+        else:
+            sid = rng.choice(sids)  # ended again
+        expected = _most_holding_of_all(ended) if len(ended) == 40 and sid not in ended else None
+        ended.add(sid, stamp // 3)
+        if expected is not None:
+            assert len(ended.by_owner.get(expected, ())) < 40
+        counts = {n: {o for o, held in ended.by_owner.items() if len(held) == n}
+                  for n in {len(held) for held in ended.by_owner.values()}}
+        assert ended.holding == counts and ended.most == max(counts, default=0)
+        if ended.by_owner:
+            assert ended._most_holding() == _most_holding_of_all(ended)
+        if rng.random() < 0.02:
+            ended.expire(stamp // 3 - 20)
+
+
+def test_a_client_holding_the_most_gives_up_its_oldest_without_a_look_at_every_owner(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_end, "ENDED_KEPT", 3_000)
+    ended = session_end.EndedSessions()
+    for n in range(1, 2_001):  # 2,000 other clients holding one ended id each
+        ended.add(CLIENT_SESSION_BASE + (n << OWNER_SHIFT) + 1, 1)
+    greedy = [CLIENT_SESSION_BASE + (40_000 << OWNER_SHIFT) + n for n in range(1, 1_200)]
+    for sid in greedy[:1_000]:
+        ended.add(sid, 2)
+    ended.by_owner = _Unlisted(ended.by_owner)  # type: ignore[assignment]
+    for sid in greedy[1_000:]:
+        ended.add(sid, 3)
+    assert len(ended) == 3_000 and greedy[0] not in ended and greedy[199] in ended
+
+
+class _Unlisted(dict[int, Any]):
+    def __iter__(self) -> Any:
+        raise AssertionError("every owner was looked at")
