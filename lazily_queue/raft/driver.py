@@ -42,6 +42,7 @@ from .proposals import Proposal
 from .ready import Ready
 from .release import EventSink, Release
 from .replica import Replica
+from .silence import Silence
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         self._publishing = False  # a commit publication is scheduled
         self._own_callbacks = (self._scheduled_step, self._publish_commit)
         self._frame_bytes = replica.max_frame_bytes  # fixed by the configuration
+        replica.silence = Silence(replica.clock)
+        self._heard, self._clock = replica.silence.heard, replica.clock
         self.steps = 0
         self.bad_frames = 0
         self.step_errors = 0
@@ -256,6 +259,7 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
             self.bad_frames += 1
             self.network.close_peer(peer, f"malformed Raft frame: {exc}")
             return
+        self._heard[peer] = self._clock()
         for message in messages:
             try:
                 self.replica.receive(peer, message)

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .fsm import FSM
     from .proposals import Proposal, ReplicaConfig
     from .ready import Completion, Ready
+    from .silence import Silence
 
 
 class ReplicaWaiters:
@@ -27,6 +28,8 @@ class ReplicaWaiters:
     _unresolved: dict[int, Proposal]
     _queued: list[Proposal]
     _quorum_lost_at: float | None
+    #: Which peers sent Raft frames when (set by the driver), to name silent members.
+    silence: Silence | None = None
 
     def _fail(self, p: Proposal, error: BaseException) -> None:
         """Complete ``p`` with ``error`` (the replica's own)."""
@@ -84,10 +87,14 @@ class ReplicaWaiters:
             return NoQuorum(self._quorum_text(), applied=applied)
         cause = f" (last attempt: {p.last_failure})" if p.last_failure else ""
         outcome = "its outcome is unknown" if unknown else "it was not applied"
+        timing = self.config.engine
+        silent = None if self.silence is None else self.silence.cause(
+            self.engine, 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout))
         return CommitTimeout(
             f"{self.fsm.op_name(p.code)} did not commit before its deadline; "
             f"{outcome}{cause}. Leader: {self.engine.leader_id or 'none'}, term "
-            f"{self.engine.term}.", applied=applied
+            f"{self.engine.term}." + (f" Likely cause: {silent}." if silent else ""),
+            applied=applied
         )
 
     def _check_quorum(self, now: float) -> None:

@@ -144,3 +144,22 @@ async def paced(node: Node, options: dict[str, Any]) -> None:
         await asyncio.sleep(max(0.0, start + (i + 1) / rate - loop.time()))
     await asyncio.gather(*tasks)
     print(f"pushed {len(tasks)} failed {len(failed)} {failed[:3]}", flush=True)
+
+
+async def probe(node: Node, options: dict[str, Any]) -> None:
+    """Push into queue ``own`` every half second until stopped, printing ``acked I`` or
+    ``failed TYPE: MESSAGE`` for each."""
+    from lazily_queue.errors import OperationFailed
+
+    await node.wait_for_leader()
+    own = node.queue("own")
+    i = 0
+    while True:
+        try:
+            await own.push(i)
+        except OperationFailed as exc:
+            print(f"failed {type(exc).__name__}: {exc}", flush=True)
+        else:
+            print(f"acked {i}", flush=True)
+        i += 1
+        await asyncio.sleep(0.5)
