@@ -161,6 +161,10 @@ class DataChannel(FrameStream):
         :attr:`peer_broke_protocol`): the channel itself logs a broken link at DEBUG
         only, so that one loss is not told twice."""
 
+    def handshake_done(self) -> None:
+        """``establish`` completed the handshake: a link that breaks from now on is the
+        channel's to log (before, the handshake's own refusal line says it)."""
+
     @property
     def peer_broke_protocol(self) -> bool:
         """Whether the link ended because the peer broke the link's protocol (a frame

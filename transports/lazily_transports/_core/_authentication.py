@@ -173,7 +173,8 @@ async def _guarded(
             error = HandshakeTimeoutError(config.handshake_timeout)
         elif isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError):
             reason = getattr(channel, "close_reason", None) or "connection closed"
-            error = HandshakeError("handshake", f"link closed during handshake ({reason})")
+            error = HandshakeError("handshake", f"link closed during handshake ({reason})"
+                                   + run.went_away())
         if report is not None and isinstance(error, HandshakeError):
             report(channel, error)
         with anyio.CancelScope(shield=True):
@@ -207,6 +208,17 @@ class _Exchange:
         self.answer_probe = answer_probe
         self.probing = probing
         self.agreement: Agreement | None = None
+        #: Whom the dialer announced itself as, once its hello is read (acceptor only).
+        self.announced: str | None = None
+        self.proven = False
+
+    def went_away(self) -> str:
+        """What an acceptor knows of a dialer that closed the link mid-handshake."""
+        if self.announced is None:
+            return ""
+        proof = " (authenticated)" if self.proven else " (not authenticated yet)"
+        return (f": the dialer, {self.announced}{proof}, went away before the link was "
+                "ready (stopped or died while connecting)")
 
     async def run(self) -> str:
         """The handshake; returns the acceptor's note for a probe, else ""."""
@@ -239,6 +251,9 @@ class _Exchange:
                 check_session=client is None,
             )
             peer_id = remote.handshake.peer_id
+            if not self.initiator:
+                self.announced = (f"member {peer_id}" if client is None
+                                  else f"client {client[:64]!r}")
             if client is None:
                 secret = self._peer_checks(peer_id, remote.auth, auth)
             else:
@@ -253,6 +268,7 @@ class _Exchange:
             label = _LABEL if client is None else _CLIENT_LABEL
             await _authenticate(channel, secret, self.initiator, hello, remote_frame, label,
                                 peer_id)
+        self.proven = secret is not None or certified
         # From here on the peer is authenticated (or both sides opted out of it).
         if self.probing:
             return await _probe_reply(channel)
@@ -276,6 +292,7 @@ class _Exchange:
         if reply.get("ready") is not True:
             await _refuse(channel, "ready", "expected the ready message")
             raise HandshakeError("ready", "peer sent another message instead of ready")
+        channel.handshake_done()
         epoch = next_epoch(config.session_id, config.peer_id, peer_id)
         self.agreement = Agreement(remote.handshake, negotiated,
                                    secret is not None or certified, epoch, client)

@@ -106,17 +106,19 @@ class BufferedChannel(DataChannel):
         self._closed = False
         self._reason: str | None = None
         self._rx_hook: Callable[[], None] | None = None
-        self._authenticated = False
+        self._established = False
         self._break_level = logging.WARNING
         self._violated = False
 
     def open_limits(self, max_frame_size: int, receive_buffer_size: int) -> None:
         super().open_limits(max_frame_size, receive_buffer_size)
-        self._authenticated = True
         self._rx_limit = receive_buffer_size
         if self._rx_paused and self._rx_added - self._rx_taken <= self._rx_limit >> 1:
             self._rx_paused = False
             self._resume_reading()
+
+    def handshake_done(self) -> None:
+        self._established = True
 
     def owner_reports_breaks(self) -> None:
         """See :meth:`DataChannel.owner_reports_breaks` (a mesh says it in its
@@ -168,9 +170,9 @@ class BufferedChannel(DataChannel):
 
     def _fail(self, reason: str, *, violation: bool = False) -> None:
         """The link failed (``violation``: the peer broke the link's protocol); log why,
-        abort it and wake everyone. Before the peer is authenticated the line is at
-        DEBUG: the handshake's refusal, logged at a bounded rate, names the reason, and a
-        stranger's connections must not fill the log; so is it once
+        abort it and wake everyone. Until the handshake is done the line is at DEBUG:
+        the handshake's refusal, logged at a bounded rate, names the reason and the peer,
+        and a stranger's connections must not fill the log; so is it once
         :meth:`owner_reports_breaks` was called."""
         if self._broken or self._closed:
             return
@@ -182,7 +184,7 @@ class BufferedChannel(DataChannel):
             return
         self._broken = True
         self._reason = reason
-        level = self._break_level if self._authenticated else logging.DEBUG
+        level = self._break_level if self._established else logging.DEBUG
         logger.log(level, "link %s closed: %s", self.remote_address, reason)
         self._wake_all()
 
