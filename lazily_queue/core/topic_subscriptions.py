@@ -99,10 +99,12 @@ def position(start: Start, base: int, end: int) -> int:
 
 def out_of_range(offset: int, base: int, end: int) -> OffsetOutOfRange:
     """The error for ``offset`` outside a log retaining ``base..end``."""
-    where = "before the oldest retained element" if offset < base else "past the tail"
+    where = ("before the oldest retained element (the elements before it were collected)"
+             if offset < base else "past the tail (no element has that offset yet)")
     return OffsetOutOfRange(
         f"offset {offset} is {where}: the topic retains offsets {base}..{end} "
-        f"({end} is the tail)", offset=offset, base=base, end=end)
+        f"({end} is the tail, the next element's offset); ask for an offset from {base} "
+        f"to {end}", offset=offset, base=base, end=end)
 
 
 def check_subscriber(subscriber: object) -> str:

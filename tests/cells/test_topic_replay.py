@@ -32,8 +32,12 @@ async def _replay(t: TopicCell[Any]) -> None:
     with pytest.raises(OffsetOutOfRange, match=r"before the oldest.*offsets 2\.\.5") as err:
         await t.subscribe("early", start=1)
     assert (err.value.offset, err.value.base, err.value.end) == (1, 2, 5)
-    with pytest.raises(OffsetOutOfRange, match="past the tail"):
+    assert "were collected" in str(err.value) and "ask for an offset from 2 to 5" in str(
+        err.value)
+    with pytest.raises(OffsetOutOfRange, match="past the tail") as err:
         await t.subscribe("late", start=6)
+    assert str(err.value).endswith("(5 is the tail, the next element's offset); ask for an "
+                                   "offset from 2 to 5")
     assert "early" not in t.subscriptions() and "late" not in t.subscriptions()
     # an existing subscription keeps its cursor whatever start says
     await t.subscribe("head", start="tail")
