@@ -25,7 +25,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from lazily_transports import HandshakeError, LinkConfig, LinkStream, SchemeTable, dial
-from lazily_transports.errors import HTTP_ANSWERED
+from lazily_transports.errors import HTTP_ANSWERED, NO_CLIENTS
 
 from ..raft.errors import StorageUnavailable
 from . import protocol as P
@@ -104,7 +104,14 @@ class Dialling:
         return f"{what} ({found})"
 
     def _denial_fix(self) -> str:
-        """What to do when a member knows no client of the name presented."""
+        """What to do when a member knows no client of the name presented, or an address
+        takes no clients."""
+        served = [a for a in self.addresses if NO_CLIENTS in self.failures.get(a, "")]
+        if served:
+            return (f": {', '.join(served)} take{'s' if len(served) == 1 else ''} no clients: "
+                    "a member takes them at its `clients` address when it has one, else at "
+                    "its listen address once it lists [[client]] tables (Node(clients=...)); "
+                    "dial that address")
         if not any("unknown client credential" in f for f in self.failures.values()):
             return ""
         name = self.credentials.name

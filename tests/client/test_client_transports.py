@@ -66,8 +66,12 @@ async def test_one_member_serves_clients_on_unix_tcp_ws_and_wss(short_tmp: Path)
             assert await client.queue("q").pop_many(10) == [0, 1, 2, 3]
         # the Raft address serves no client when clients have addresses of their own
         assert node.listen is not None
-        with pytest.raises(AccessDenied, match="does not accept clients"):
+        with pytest.raises(AccessDenied, match="does not accept clients") as refused:
             await connect(node.listen, ("web", TOKEN), connect_timeout=2).start()
+        assert str(refused.value).endswith(
+            f"): {node.listen} takes no clients: a member takes them at its `clients` "
+            "address when it has one, else at its listen address once it lists [[client]] "
+            "tables (Node(clients=...)); dial that address"), refused.value
 
 
 async def test_a_member_certificate_the_client_does_not_trust_fails_at_once(

@@ -9,6 +9,7 @@ import anyio
 __all__ = [
     "HTTP_ANSWERED",
     "HTTP_HINT",
+    "NO_CLIENTS",
     "AddressError",
     "AuthenticationError",
     "FrameTooLargeError",
@@ -30,6 +31,8 @@ __all__ = [
 HTTP_ANSWERED = "an HTTP server answered"
 #: The end of such a refusal: what answered, and what to dial instead.
 HTTP_HINT = f": {HTTP_ANSWERED}; dial a link address (listen, clients), not an http one"
+#: An acceptor's refusal of a client at an address that serves none.
+NO_CLIENTS = "this address does not accept clients"
 
 
 class TransportError(Exception):

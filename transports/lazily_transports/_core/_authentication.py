@@ -27,6 +27,7 @@ import anyio
 from ..abc import DataChannel
 from ..config import LinkConfig
 from ..errors import (
+    NO_CLIENTS,
     AuthenticationError,
     HandshakeError,
     HandshakeTimeoutError,
@@ -319,7 +320,7 @@ class _Exchange:
         if self.initiator:
             return self.config.secret  # None: our TLS certificate is the proof
         if self.credentials is None:
-            raise IncompatiblePeerError("credential", "this address does not accept clients")
+            raise IncompatiblePeerError("credential", NO_CLIENTS)
         found = self.credentials(client)
         if found is None:
             raise IncompatiblePeerError(
