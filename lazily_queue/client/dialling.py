@@ -19,6 +19,7 @@ A refused dial is logged once per address and refusal until the client links.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import ssl
 from functools import partial
@@ -68,6 +69,13 @@ class Backoff:
 
     def reset(self) -> None:
         self.delay = self.FIRST
+
+
+#: Errors of a dial that found nothing listening at the address.
+_NOTHING = frozenset({errno.ECONNREFUSED, errno.ENOENT})
+#: What a client is told of an address where nothing listens.
+NOTHING_LISTENS = (": nothing listens there (is the member running, and is this its "
+                   "`listen` or `clients` address?)")
 
 
 class Dialling:
@@ -192,7 +200,8 @@ class Dialling:
                     self.failures[address] = self.credentials.refusal(exc.message)
                     denied += 1
             except (OSError, TimeoutError) as exc:
-                self.failures[address] = f"unreachable: {str(exc) or type(exc).__name__}"
+                hint = NOTHING_LISTENS if getattr(exc, "errno", None) in _NOTHING else ""
+                self.failures[address] = f"unreachable: {str(exc) or type(exc).__name__}{hint}"
                 if sought:  # a follower still names a leader that died: ask it again later
                     await backoff.pause()
             else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Iterator
@@ -99,7 +100,20 @@ async def test_a_member_not_up_yet_is_waited_for_and_a_refusal_logged_once(
                       connect_timeout=1.5).start()
     assert time.monotonic() - began >= 1.4  # dialled round after round
     assert "not-up.sock: unreachable" in str(info.value)
+    assert ("No such file or directory: nothing listens there (is the member running, and "
+            "is this its `listen` or `clients` address?)") in str(info.value)
     assert refusals(caplog, http_server) == 1
+
+
+async def test_a_port_where_nothing_listens_is_named_with_what_to_check() -> None:
+    with contextlib.closing(socket.socket()) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: connections are refused
+        with pytest.raises(Unreachable) as info:
+            await connect([f"tcp://127.0.0.1:{port}"], WEB, connect_timeout=1).start()
+    assert str(info.value).endswith(
+        f"Connect call failed ('127.0.0.1', {port}): nothing listens there (is the member "
+        "running, and is this its `listen` or `clients` address?))"), info.value
 
 
 async def test_a_follower_beside_an_http_address_is_kept(
