@@ -294,8 +294,11 @@ class ClientGrant:
         verb = ("read" if code == READ else "open" if code in DECLARE
                 else ops.op_name(code))
         held = "token" if self.token is not None else "certificate"
+        *some, last = [f"`{p}`" for p in (*needed, "admin")]
+        lists = f"{', '.join(some)} or {last}" if some else last
         return (f"client {self.name!r} may not {verb} {shown(name)}: its {held} lacks the "
-                f"{wanted} permission for that name")
+                f"{wanted} permission for that name; to allow it, add a pattern matching "
+                f"the name to its {lists} list in each member's [[client]] table (ClientGrant)")
 
 
 class ClientAccess:

@@ -174,6 +174,9 @@ async def test_a_refused_name_is_shown_shortened(member: Node) -> None:
     assert answer[2][0] == "permission" and len(answer[2][1]) < 300, len(answer[2][1])
     assert answer[2][1].startswith("client 'web' may not queue_push 'zzzz")
     assert "...zzzz'" in answer[2][1] and "permission for that name" in answer[2][1]
+    assert answer[2][1].endswith(  # and how to allow it
+        "; to allow it, add a pattern matching the name to its `produce` or `admin` list in "
+        "each member's [[client]] table (ClientGrant)"), answer[2][1]
 
 
 async def test_a_floor_above_its_op_is_refused_and_the_session_goes_on(member: Node) -> None:
