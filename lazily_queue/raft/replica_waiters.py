@@ -115,11 +115,13 @@ class ReplicaWaiters:
         return self.engine._SyncObj__raftState == LEADER or bool(self.engine.hasQuorum)
 
     def _quorum_text(self) -> str:
-        members = self.engine.members
-        reachable = 1 + len(self.engine.connected & set(members))
+        members, me = self.engine.members, self.engine.node_id
+        linked = self.engine.connected & set(members)
+        down = [m for m in members if m != me and m not in linked]
         need = len(members) // 2 + 1
         return (
-            f"no quorum: node {self.engine.node_id} reaches {reachable} of {len(members)} "
+            f"no quorum: node {me} reaches {1 + len(linked)} of {len(members)} "
             f"members ({', '.join(members)}) and {need} are needed; writes are refused "
-            "until a majority is reachable again"
+            "until a majority is reachable again: start the unreachable ones "
+            f"({', '.join(down)}) or mend the network to them"
         )

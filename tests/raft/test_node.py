@@ -177,8 +177,11 @@ async def test_minority_refuses_writes_then_rejoins(tmp_path: Path) -> None:
         rest = [n for n in cluster.ids if n != loner]
         await leader.queue("q").push("before")
         cluster.partition({loner}, set(rest))
-        with pytest.raises(NoQuorum, match="no quorum"):
+        with pytest.raises(NoQuorum, match="no quorum") as refused:
             await leader.queue("q").push("lost?")
+        assert (  # the members it cannot reach, and the fix
+            f"start the unreachable ones ({', '.join(sorted(rest))}) or mend the network "
+            "to them") in str(refused.value), refused.value
         majority = await cluster.wait_for_leader(among=rest)
         await majority.queue("q").push("during")
         cluster.heal()
