@@ -31,6 +31,13 @@ class OperationFailed(LazilyQueueError):
 class QueueClosed(LazilyQueueError):
     """The queue is closed: no more pushes, and (for pops) nothing left to drain."""
 
+    @classmethod
+    def push_refused(cls, name: str) -> QueueClosed:
+        """The error of a push to the closed queue ``name``."""
+        return cls(f"{name}: queue is closed; push refused: closing a queue is for good "
+                   "(what it holds still drains); stop pushing to it, or delete it "
+                   "(`lazily-queue queue delete`) and declare it again to reuse the name")
+
 
 class UnsupportedOperation(LazilyQueueError, TypeError):
     """The storage backend does not offer this operation; the message names the alternative."""

@@ -301,7 +301,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
             if err is None:
                 return
             if err is _PUSH_CLOSED:
-                raise QueueClosed(f"{self.name}: queue is closed; push refused")
+                raise QueueClosed.push_refused(self.name)
             size = stored_size(self._storage, self._limits, value)
             if (never := never_fits(self.name, self._limits, size)) is not None:
                 raise never  # no room made for it would do: waiting would spin

@@ -93,7 +93,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         else:
             results = await together(self._storage.offer, pending)
         if any(result is not None for result in results):
-            raise QueueClosed(f"{self.name}: queue is closed; push refused")
+            raise QueueClosed.push_refused(self.name)
 
     def __aiter__(self) -> AsyncGenerator[T, None]:
         return self.items()
