@@ -56,9 +56,11 @@ class NodeCluster:
             if leader is not None:
                 return leader
             if deadline is not None and time.monotonic() > deadline:
+                replica = self.driver.replica
+                cause = replica.majority_problem()
                 raise TimeoutError(
-                    f"node {self.node_id} saw no leader within {timeout}s: "
-                    f"{self.driver.replica.status()}"
+                    f"node {self.node_id} saw no leader within {timeout}s"
+                    + (f": {cause}" if cause else "") + f"; its Raft state: {replica.status()}"
                 )
             await self.driver.next_step()
 

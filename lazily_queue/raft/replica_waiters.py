@@ -87,15 +87,24 @@ class ReplicaWaiters:
             return NoQuorum(self._quorum_text(), applied=applied)
         cause = f" (last attempt: {p.last_failure})" if p.last_failure else ""
         outcome = "its outcome is unknown" if unknown else "it was not applied"
-        timing = self.config.engine
-        silent = None if self.silence is None else self.silence.cause(
-            self.engine, 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout))
+        silent = self._silent_members()
         return CommitTimeout(
             f"{self.fsm.op_name(p.code)} did not commit before its deadline; "
             f"{outcome}{cause}. Leader: {self.engine.leader_id or 'none'}, term "
             f"{self.engine.term}." + (f" Likely cause: {silent}." if silent else ""),
             applied=applied
         )
+
+    def _silent_members(self) -> str | None:
+        timing = self.config.engine
+        return None if self.silence is None else self.silence.cause(
+            self.engine, 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout))
+
+    def majority_problem(self) -> str | None:
+        """Why this member cannot count on a majority: the members it cannot reach, or
+        those linked but silent (as a member whose disk refuses writes is); ``None`` when
+        neither keeps a majority from answering."""
+        return self._quorum_text() if not self._has_quorum() else self._silent_members()
 
     def _check_quorum(self, now: float) -> None:
         if self._has_quorum():

@@ -163,8 +163,12 @@ async def test_waiting_for_a_leader_takes_a_timeout_as_the_storages_do(tmp_path:
             with pytest.raises(error, match="timeout must be a number of seconds or None"):
                 await node.wait_for_leader(timeout=bad)
         for timeout in (0, -5, float("-inf")):
-            with pytest.raises(TimeoutError, match="saw no leader within"):
+            with pytest.raises(TimeoutError, match="saw no leader within") as seen:
                 await node.wait_for_leader(timeout=timeout)
+            assert (f"saw no leader within {timeout}s: no quorum: node 1 reaches 1 of 3 "
+                    "members") in str(seen.value)  # why, and what to do
+            assert "start the unreachable ones (2, 3) or mend the network to them; its Raft " \
+                   "state: {" in str(seen.value)
         for unbounded in (None, 10**400, float("inf")):  # no bound: waits on
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(0.2):
