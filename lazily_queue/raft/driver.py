@@ -284,6 +284,8 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
             self.wake()
 
     def _on_peer(self, peer: str, up: bool) -> None:
+        if up:  # a peer's silence counts from its link's start
+            self._heard[peer] = self._clock()
         self.replica.peer_connected(peer, up)
         self.wake()
 

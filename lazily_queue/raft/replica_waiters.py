@@ -107,18 +107,24 @@ class ReplicaWaiters:
         return self._quorum_text() if not self._has_quorum() else self._silent_members()
 
     def _check_quorum(self, now: float) -> None:
+        """Past the grace period without a majority (unreachable, or linked but silent
+        while operations wait), fail every waiting operation with :class:`NoQuorum`."""
+        silent = None
         if self._has_quorum():
-            self._quorum_lost_at = None
-            return
+            silent = self._silent_members() if self._unresolved else None
+            if silent is None:
+                self._quorum_lost_at = None
+                return
         if self._quorum_lost_at is None:
             self._quorum_lost_at = now
             return
         if now - self._quorum_lost_at < self.config.no_quorum_grace:
             return
-        text = self._quorum_text()
+        text = (self._quorum_text() if silent is None else
+                f"no quorum: {silent}; writes are refused until a majority answers again")
         self._fail_waiting(lambda unknown: NoQuorum(
-            f"{text}; this operation may have committed before the partition, its outcome "
-            "is unknown" if unknown else text, applied=None if unknown else False))
+            f"{text}; this operation may have committed before the quorum was lost, its "
+            "outcome is unknown" if unknown else text, applied=None if unknown else False))
 
     def _has_quorum(self) -> bool:
         return self.engine._SyncObj__raftState == LEADER or bool(self.engine.hasQuorum)

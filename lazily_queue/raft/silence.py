@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 class Silence:
-    """When a Raft frame last arrived from each peer (the driver writes :attr:`heard`)."""
+    """When a Raft frame last arrived from each peer, or its link came up (the driver
+    writes :attr:`heard`)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
