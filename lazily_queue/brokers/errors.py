@@ -16,6 +16,10 @@ class BrokerUnavailable(BrokerError, ConnectionError):
     an operation could not complete); the message names the address."""
 
 
+#: The end of a message about a broker that cannot be reached: what to check.
+UNREACHABLE_FIX = "; check that the server runs at that address and that this host can reach it"
+
+
 class BrokerAuthenticationFailed(BrokerError, PermissionError):
     """The broker refused the credentials (wrong or missing password, token or user)."""
 

@@ -43,6 +43,7 @@ from nats.js import JetStreamContext
 
 from ..errors import MessageTooLarge, shown
 from .errors import (
+    UNREACHABLE_FIX,
     BrokerAuthenticationFailed,
     BrokerError,
     BrokerObjectLost,
@@ -123,9 +124,11 @@ class NatsJetStreamStorage(NatsReads):
         :class:`BrokerAuthenticationFailed`."""
         check_options(options)
         refused: list[str] = []
+        seen: list[str] = []  # the last error nats-py met, which its own hides
 
         async def error_cb(exc: Exception) -> None:
             text = str(exc)
+            seen[:] = [text or repr(exc)]
             if "uthorization" in text or "uthentication" in text:
                 refused.append(text)
             log.debug("nats %s: %s", redacted(url), text)
@@ -158,7 +161,9 @@ class NatsJetStreamStorage(NatsReads):
                 raise BrokerAuthenticationFailed(
                     f"nats at {address} refused the credentials; put them in the URL "
                     "(nats://user:password@host:port) or pass credentials=") from None
-            raise BrokerUnavailable(f"nats at {address} is unreachable: {exc!r}") from None
+            cause = seen[0] if seen and isinstance(exc, nats.errors.NoServersError) else repr(exc)
+            raise BrokerUnavailable(
+                f"nats at {address} is unreachable: {cause}{UNREACHABLE_FIX}") from None
         nc.options["allow_reconnect"] = True
         nc.options["max_reconnect_attempts"] = -1
         hold_publishes(nc, outages.reconnected, options.get("timeout", 10.0))

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import redis.exceptions as rexc
 
 from .errors import (
+    UNREACHABLE_FIX,
     BrokerAuthenticationFailed,
     BrokerError,
     BrokerObjectLost,
@@ -79,6 +80,7 @@ async def mapped_errors(address: str, doing: str) -> AsyncIterator[None]:
             "Redis server (check the host and port)") from None
     except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
         raise BrokerUnavailable(
-            f"redis at {address} is unreachable while {doing}: {exc}") from None
+            f"redis at {address} is unreachable while {doing}: {str(exc).rstrip('.')}"
+            f"{UNREACHABLE_FIX}") from None
     except rexc.RedisError as exc:
         raise BrokerError(f"redis at {address} failed {doing}: {exc}") from None
