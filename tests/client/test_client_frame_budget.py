@@ -144,7 +144,7 @@ def test_a_budget_that_is_not_a_positive_int_is_refused() -> None:
 async def test_a_client_whose_frames_find_no_room_raises_naming_the_setting() -> None:
     async with member(frame_budget=300_000) as node:
         assert node.clients is not None and node.listen is not None
-        node.clients.idle.timeout = 0.5
+        node.clients.idle.timeout = 1.0  # the holder's trickle outlives a loaded loop's stall
         holder = await linked(node)
         _write(holder, _push(250_000)[:1000])
 
@@ -157,7 +157,7 @@ async def test_a_client_whose_frames_find_no_room_raises_naming_the_setting() ->
         try:
             # op_timeout (not push's timeout, the wait for room): the client sends the
             # push again on each new link, refused each time, until the op's deadline.
-            async with connect([node.listen], ("web", TOKEN), op_timeout=3) as client:
+            async with connect([node.listen], ("web", TOKEN), op_timeout=5) as client:
                 with pytest.raises(FrameBudgetFull, match="client_frame_budget"):
                     await client.queue("jobs").push(b"y" * 600_000)
         finally:
