@@ -291,12 +291,13 @@ class ClientGrant:
         if any(self._has(p, name) for p in needed):
             return None
         wanted = ", ".join(needed) + (" or admin" if needed else "admin")
-        verb = ("read" if code == READ else "open" if code in DECLARE
-                else ops.op_name(code))
+        verb = ("read" if code == READ else "open" if code in DECLARE else "push to"
+                if code in PRODUCE else "consume from" if code in CONSUME else "manage")
+        what = "" if code == READ or code in DECLARE else f" ({ops.op_name(code)})"
         held = "token" if self.token is not None else "certificate"
         *some, last = [f"`{p}`" for p in (*needed, "admin")]
         lists = f"{', '.join(some)} or {last}" if some else last
-        return (f"client {self.name!r} may not {verb} {shown(name)}: its {held} lacks the "
+        return (f"client {self.name!r} may not {verb} {shown(name)}{what}: its {held} lacks the "
                 f"{wanted} permission for that name; to allow it, add a pattern matching "
                 f"the name to its {lists} list in each member's [[client]] table (ClientGrant)")
 

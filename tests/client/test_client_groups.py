@@ -168,7 +168,8 @@ async def test_a_group_needs_the_consume_permission_on_its_topic() -> None:
             await group.ack("m", job.delivery_id)
             await client.barrier()
             assert group.lag() == 0
-            with pytest.raises(PermissionDenied, match="may not group_declare 'news'"):
+            with pytest.raises(PermissionDenied,
+                               match=r"may not consume from 'news' \(group_declare\)"):
                 await client.topic("news").group("billing").declare()
             plain = client.work_queue("orders:plain")  # a work queue, not a group
             with pytest.raises(PermissionDenied, match="may not open 'orders:plain'"):
