@@ -120,10 +120,12 @@ def test_the_owner_giving_up_an_id_is_the_one_a_look_at_every_owner_finds(
             sid = sids[-1]
         else:
             sid = rng.choice(sids)  # ended again
-        expected = _most_holding_of_all(ended) if len(ended) == 40 and sid not in ended else None
+        before = {o: list(held) for o, held in ended.by_owner.items()}
+        full = len(ended) == 40 and sid not in ended
         ended.add(sid, stamp // 3)
-        if expected is not None:
-            assert len(ended.by_owner.get(expected, ())) < 40
+        if full:  # at the bound: one id given up, the oldest of its client's
+            gone = [(o, i) for o, held in before.items() for i in held if i not in ended]
+            assert len(gone) == 1 and before[gone[0][0]][0] == gone[0][1], gone
         counts = {n: {o for o, held in ended.by_owner.items() if len(held) == n}
                   for n in {len(held) for held in ended.by_owner.values()}}
         assert ended.holding == counts and ended.most == max(counts, default=0)
