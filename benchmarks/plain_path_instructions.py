@@ -4,8 +4,9 @@ shared machine is not.
 
     python benchmarks/plain_path_instructions.py [--base REV] [--scale K] [--only A,B] [--json]
 
-Each tree (this checkout, and ``--base``, default ``8f10d09``, exported with ``git
-archive`` into a temporary directory) runs the workloads of ``plain_path.py`` — the same
+Each tree (this checkout's, uncommitted changes included, and ``--base``'s, default
+``8f10d09``, exported with ``git archive``; both copied into one temporary directory and
+compiled there) runs the workloads of ``plain_path.py`` — the same
 script for both, importing the tree's ``lazily_queue`` first on ``PYTHONPATH`` — under
 ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0`` and the garbage collector off.
 The timer reads that bracket each workload's timed region are replaced by a marker
@@ -125,11 +126,24 @@ def measure(tree: Path, scale: int, work: Path, only: list[str]) -> dict[str, fl
 
 def export(rev: str, work: Path) -> Path:
     """The tree of ``rev`` (this repository's), exported into ``work``."""
-    target = work / f"base-{rev}"
+    target = work / "tree-base"
     target.mkdir()
     archive = subprocess.run(["git", "archive", rev, "lazily_queue"], cwd=ROOT,
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return _compiled(target)
+
+
+def copy_here(work: Path) -> Path:
+    """This checkout's ``lazily_queue`` as it is (uncommitted changes too), copied into
+    ``work`` beside the base: both trees measured from alike places, alike compiled."""
+    target = work / "tree-this"
+    shutil.copytree(ROOT / "lazily_queue", target / "lazily_queue",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return _compiled(target)
+
+
+def _compiled(target: Path) -> Path:
     # compiled here, not under callgrind: an uncompiled tree (or PYTHONDONTWRITEBYTECODE)
     # would compile every imported module inside the measured process, at callgrind's pace
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(target)], check=True,
@@ -161,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="plain-path-instructions-"))
     try:
         base = measure(export(args.base, work), args.scale, work, only)
-        this = measure(ROOT, args.scale, work, only)
+        this = measure(copy_here(work), args.scale, work, only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"instructions per element, base {args.base} vs this tree (scale {args.scale})")
