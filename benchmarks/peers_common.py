@@ -329,6 +329,39 @@ class Server:
         GROUPS.discard(proc.pid)
 
 
+#: How many times ``listening`` starts servers whose free port was taken meanwhile.
+PORT_ATTEMPTS = 4
+
+
+@contextlib.asynccontextmanager
+async def listening(build: Callable[[int], tuple[list[Server], list[int]]]
+                    ) -> AsyncIterator[list[Server]]:
+    """Start the servers ``build(attempt)`` makes, each listening on its port (same order),
+    and stop every one however the block ends. A port found free can be bound by another
+    process before the server binds it: a server that exits with its address in use is
+    stopped with the rest, and ``build`` is asked for servers on fresh ports."""
+    for attempt in range(PORT_ATTEMPTS):
+        items, ports = build(attempt)
+        stack = contextlib.AsyncExitStack()
+        await stack.enter_async_context(servers(*items))
+        try:
+            for server, port in zip(items, ports, strict=True):
+                await server.wait_port(port)
+            for server, port in zip(items, ports, strict=True):  # none exited meanwhile
+                await server.wait_port(port)
+        except RuntimeError as exc:
+            await stack.aclose()
+            if "address already in use" in str(exc).lower() and attempt + 1 < PORT_ATTEMPTS:
+                continue
+            raise
+        except BaseException:
+            await stack.aclose()
+            raise
+        async with stack:
+            yield items
+        return
+
+
 @contextlib.asynccontextmanager
 async def servers(*items: Server) -> AsyncIterator[None]:
     """Start ``items``; stop every one of them however the block ends."""

@@ -31,9 +31,9 @@ from benchmarks.peers_common import (
     PAYLOAD,
     Server,
     free_port,
+    listening,
     rate,
     serial_latency,
-    servers,
     spread,
 )
 
@@ -96,13 +96,18 @@ async def cluster(root: Path) -> AsyncIterator[Cluster]:
     is stopped however the block ends."""
     root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
     sync = supports_sync_always(root)
-    ports = [free_port() for _ in range(3)]
-    routes = [free_port() for _ in range(3)]
-    nodes = [Server(["nats-server", "-c", str(_config(root, i, ports, routes, sync))],
-                    root / f"n{i}.log") for i in range(3)]
-    async with servers(*nodes):
-        for node, port in zip(nodes, ports, strict=True):
-            await node.wait_port(port)
+    ports: list[int] = []
+
+    def build(attempt: int) -> tuple[list[Server], list[int]]:
+        # a fresh directory for each attempt: no store left by servers of the one before
+        where = root / f"attempt{attempt}" if attempt else root
+        where.mkdir(exist_ok=True)
+        ports[:] = [free_port() for _ in range(3)]
+        routes = [free_port() for _ in range(3)]
+        return [Server(["nats-server", "-c", str(_config(where, i, ports, routes, sync))],
+                       where / f"n{i}.log") for i in range(3)], list(ports)
+
+    async with listening(build) as nodes:
         yield Cluster([f"nats://127.0.0.1:{p}" for p in ports], sync, nodes)
 
 

@@ -24,9 +24,9 @@ from benchmarks.peers_common import (
     PAYLOAD,
     Server,
     free_port,
+    listening,
     rate,
     serial_latency,
-    servers,
 )
 
 Client = aioredis.Redis
@@ -146,13 +146,17 @@ def server_version() -> str:
 async def run(root: Path, count: int, samples: int, latency: bool = False) -> dict[str, Any]:
     """Every workload, or with ``latency`` the 1-in-flight latency (and serial) only."""
     root.mkdir(parents=True)  # noqa: ASYNC240 - set-up
-    port = free_port()
-    server = Server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
-                     "--dir", str(root), "--appendonly", "yes", "--appendfsync", "always",
-                     "--save", "", "--daemonize", "no"], root / "redis.log")
+    port = 0
+
+    def build(attempt: int) -> tuple[list[Server], list[int]]:
+        nonlocal port
+        port = free_port()
+        return [Server(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                        "--dir", str(root), "--appendonly", "yes", "--appendfsync", "always",
+                        "--save", "", "--daemonize", "no"], root / "redis.log")], [port]
+
     figures: dict[str, Any] = {}
-    async with servers(server):
-        await server.wait_port(port)
+    async with listening(build):
         client = aioredis.Redis(host="127.0.0.1", port=port, max_connections=64)
         try:
             await client.ping()
