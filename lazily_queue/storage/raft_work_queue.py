@@ -7,6 +7,7 @@ the leader's stamp, in milliseconds since the Unix epoch.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
@@ -206,16 +207,21 @@ class RaftWorkQueueStorage(ReplicatedObject, RaftWorkScheduling):
         caller ran, or its answer lost and a retry answered from the session's kept
         results after a failover) may name leases reaped or settled since: they are left
         out, and when none is left it claims again, as it would have found the items
-        pending (each such lease counted an attempt, so this ends)."""
+        pending (each such lease counted an attempt, so this ends). ``timeout`` bounds the
+        claims together: one made again gets what is left of it."""
         mask = 0
+        clock = asyncio.get_running_loop().time
+        deadline = clock() + self.bound(timeout)
+        left = timeout
         while True:
-            raw, made = await self._call(code, args, timeout)
+            raw, made = await self._call(code, args, left)
             mask |= made
             leased = [] if raw is None else [Delivery(**d) for d in (
                 [raw] if code == C.WORK_CLAIM else raw)]
             live = self._live(leased)
             if live or not leased:
                 return live, mask
+            left = max(deadline - clock(), 0.0)
 
     def _live(self, leased: list[Delivery]) -> list[Delivery]:
         """``leased`` less the leases this replica (a client's mirror) holds as ended; a

@@ -14,6 +14,8 @@ import pytest
 
 from lazily_queue import testing
 from lazily_queue.client import server as server_module
+from lazily_queue.replicated import ops as C
+from lazily_queue.storage.raft_work_queue import RaftWorkQueueStorage
 from tests.client.test_client_cluster import client_of, cluster_with_clients
 
 pytestmark = pytest.mark.timeout(60)
@@ -76,3 +78,31 @@ async def test_a_client_claim_answered_after_its_leases_were_reaped_hands_them_n
         assert reaping and await reaping[0] == 2
         # the retry's answer named the leases reaped meanwhile: it claimed again
         assert [(d.value, d.attempt) for d in claimed] == [("a", 2), ("b", 2)]
+
+
+async def test_a_claim_made_again_gets_what_is_left_of_its_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bounds: list[float] = []
+    original_call, original_live = RaftWorkQueueStorage._call, RaftWorkQueueStorage._live
+
+    async def slow_call(self: Any, code: int, args: list[Any], timeout: float | None,
+                        on_orphan: Any = None) -> Any:
+        if code in (C.WORK_CLAIM, C.WORK_CLAIM_MANY):
+            bounds.append(self.bound(timeout))
+            await asyncio.sleep(0.4)  # a slow commit
+        return await original_call(self, code, args, timeout, on_orphan)
+
+    def ended_first(self: Any, leased: list[Any]) -> list[Any]:
+        # the first claim's answer names leases ended since: it claims again
+        return [] if len(bounds) == 1 else original_live(self, leased)
+
+    monkeypatch.setattr(RaftWorkQueueStorage, "_call", slow_call)
+    monkeypatch.setattr(RaftWorkQueueStorage, "_live", ended_first)
+    async with testing.cluster(1) as cluster:
+        jobs = (await cluster.leader()).work_queue("w", visibility_timeout=5.0)
+        await jobs.push_many(["a", "b", "c"])
+        claimed = await jobs.claim_many("w1", 1)
+        assert [d.value for d in claimed] == ["b"]
+        # the op bound (the node's op_timeout) bounds both claims together
+        assert len(bounds) == 2 and bounds[1] <= bounds[0] - 0.35
