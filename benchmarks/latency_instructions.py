@@ -3,10 +3,10 @@ counted by Valgrind's callgrind: what a push costs in CPU, which load does not m
 
     python benchmarks/latency_instructions.py [--base REV] [--pushes N] [--json]
 
-Each tree (this checkout, and ``--base``, exported with ``git archive`` into a
-temporary directory) runs the same workloads under ``valgrind --tool=callgrind`` with
-``PYTHONHASHSEED=0`` and the garbage collector off: 100-byte pushes one at a time on
-one member (``durability="fsync"``, Unix socket), the same with the node process's
+Each tree (this checkout's, uncommitted changes included, and ``--base``'s, exported
+with ``git archive``; both copied into one temporary directory) runs the same
+workloads under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0`` and the
+garbage collector off: 100-byte pushes one at a time on one member (``durability="fsync"``, Unix socket), the same with the node process's
 monitor beside it, and on 3 in-process members over Unix sockets (the instructions of
 all three): pushed back to back, the leader's new commit index rides on the next
 push's append; ``three_members_apart`` lets the loop turn ``APART_TURNS`` times after
@@ -208,11 +208,21 @@ def measure(tree: Path, figure: str, count: int, work: Path) -> dict[str, Any]:
 
 def export(rev: str, work: Path) -> Path:
     """The tree of ``rev`` (this repository's), exported into ``work``."""
-    target = work / f"base-{rev}"
+    target = work / "tree-base"
     target.mkdir()
     archive = subprocess.run(["git", "archive", rev, "lazily_queue", "transports"], cwd=ROOT,
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def copy_here(work: Path) -> Path:
+    """This checkout's ``lazily_queue`` and ``transports`` as they are (uncommitted changes
+    too), copied into ``work`` beside the base: both trees measured from alike places."""
+    target = work / "tree-this"
+    for part in ("lazily_queue", "transports"):
+        shutil.copytree(ROOT / part, target / part,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     return target
 
 
@@ -236,11 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="latency-instructions-"))
     rows: dict[str, Any] = {}
     try:
-        base_tree = export(args.base, work)
+        base_tree, this_tree = export(args.base, work), copy_here(work)
         for figure, (members, _, _) in FIGURES.items():
             count = args.pushes if members == 1 else max(1, args.pushes // 2)
             base = measure(base_tree, figure, count, work)
-            this = measure(ROOT, figure, count, work)
+            this = measure(this_tree, figure, count, work)
             rows[figure] = {"base": base, "this": this,
                             "ratio": round(this["instructions"] / base["instructions"], 4)}
     finally:
