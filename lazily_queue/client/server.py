@@ -15,7 +15,8 @@ answer includes that answer's op.
 Back-pressure: a client has at most ``max_in_flight`` requests being served and all
 clients together ``max_total_in_flight``; beyond that the member stops reading their
 links, and a frame's requests are served :data:`YIELD_EVERY` at a time between the
-loop's other work, so a flood of clients cannot starve replication or heartbeats.
+loop's other work, so a flood of clients cannot starve replication or heartbeats; a
+client's links hold few frames decoded at once (:mod:`.frames_in_hand`).
 Fairness (:mod:`.fair`): a freed slot goes to the waiting client holding the fewest,
 and the ops read wait in per-client lanes, proposed (a frame's together, at most
 :data:`GROUP_OPS` per proposal) a window at a time, lightest client first, so a light
@@ -52,6 +53,7 @@ from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
 from .frame_decoding import FrameDecoder, dropped, request_limit
+from .frames_in_hand import IN_HAND_FRAMES, FramesInHand
 from .greeting import Answering, hello, register
 from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
@@ -94,6 +96,8 @@ class ClientServer:
         #: command this member accepts); client links are capped at it.
         self.max_request_bytes = request_limit(node.max_message_bytes)
         self.decoder = FrameDecoder(self.max_request_bytes, f"client-frames-{node.node_id}")
+        #: Bytes of frames each client's links hold decoded (:mod:`.frames_in_hand`).
+        self.in_hand = FramesInHand(IN_HAND_FRAMES * self.max_request_bytes)
         self._conns: set[ClientConnection] = set()
         #: The links open per client and in all, against their caps (:mod:`.link_caps`).
         self.links = LinkCaps(node.node_id, access.max_links, fd_room(), len(access.grants))
@@ -161,16 +165,15 @@ class ClientServer:
     def stats(self) -> dict[str, Any]:
         """Connected clients, requests served and refused, requests in flight now and
         the ops proposed at most at once (:mod:`.proposal_window`), links closed for their
-        silence (:mod:`.idle`) and refused over a cap (:mod:`.link_caps`)."""
+        silence (:mod:`.idle`), refused over a cap (:mod:`.link_caps`), frames waiting."""
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
                 "idle_closed": self.idle.closed, "links_refused": self.links.refused,
                 "answers_queued": self.answers.held, "answers_closed": self.answers.closed,
-                "frame_budget_held": self.frame_budget.held,
-                "frame_budget_waiting": self.frame_budget.waiting,
-                "frame_budget_closed": self.idle.budget_closed,
-                "in_flight": self._slots.used, "waiting": self._fair.waiting,
-                "window": self._fair.window,
+                "frame_budget_held": self.frame_budget.held, "frame_budget_waiting":
+                self.frame_budget.waiting, "frame_budget_closed": self.idle.budget_closed,
+                "frames_waiting": self.in_hand.waiting, "in_flight": self._slots.used,
+                "waiting": self._fair.waiting, "window": self._fair.window,
                 "watched": len(self._watchers.by_key)}
 
     # -- a client link -----------------------------------------------------------------------
@@ -201,9 +204,14 @@ class ClientServer:
         wait_ended = stream.channel.wait_ended
         ended: BaseException | None = None
         request: list[Any] | None = None
+        held = 0  # bytes of the frame in hand
         try:
             while not conn.closed:
                 data = await stream.receive()
+                if not await self.in_hand.take(conn, len(data), wait_ended):  # room first
+                    ended = dropped(stream)
+                    break
+                held = len(data)
                 if conn.closed:  # refused meanwhile: no frame after its refusal is read
                     break
                 conn.frames_read += 1
@@ -243,9 +251,12 @@ class ClientServer:
                 # a link waiting for its next frame holds nothing of this one: its values,
                 # built, can take tens of times its bytes (0.56 MB of decimals, 15 MB)
                 data, frame, request = b"", None, None
+                self.in_hand.give(grant.name, held)
+                held = 0
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
             ended = exc
         finally:
+            self.in_hand.give(grant.name, held)
             link_ended(conn, stream.channel, ended)
             conn.close()
             self._conns.discard(conn)

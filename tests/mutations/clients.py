@@ -175,6 +175,12 @@ MUTATIONS = [
          "test_a_client_without_a_grant_watching_a_long_group_name_is_refused_at_once",),
         "a watch of a name of many colons costs the member a bounded number of checks"),
     Mutation(
+        "frames-in-hand-unbounded", "lazily_queue/client/frames_in_hand.py",
+        "return not held or held + size <= self.limit",
+        "return True",
+        ("tests/client/test_client_frames_in_hand.py",),
+        "one client's links hold at most two request limits' worth of frames decoded"),
+    Mutation(
         "fair-admission-in-arrival-order", "lazily_queue/client/fair_budget.py",
         "heapq.heappush(self._heap, (held, next(self._order), fut))",
         "heapq.heappush(self._heap, (0, next(self._order), fut))",
