@@ -68,11 +68,15 @@ def group_topics(view: ReadView, name: str, undeclared: bool) -> list[str]:
     state = view.work_queue(name)
     if state is not None:
         return [] if state.group is None else [state.group[0]]
-    if not undeclared:
-        return []
+    return group_forms(name) if undeclared else []
+
+
+def group_forms(name: str, most: int = GROUP_FORMS) -> list[str]:
+    """The topics ``name`` names by its form (``"<topic>:<group>"``, the topic ending at
+    one of its first ``most`` colons), whatever the state holds."""
     topics: list[str] = []
     end = name.find(":", 1)
-    while 0 < end < len(name) - 1 and len(topics) < GROUP_FORMS:
+    while 0 < end < len(name) - 1 and len(topics) < most:
         topics.append(name[:end])
         end = name.find(":", end + 1)
     return topics
@@ -333,15 +337,18 @@ class ClientConnection:
 
     def _as_group(self, code: int, name: str, found: str, *, undeclared: bool) -> str | None:
         """A consumer group's work queue is consumed (and read) with the consume
-        permission on its topic's name; ``found`` when that does not open it either."""
+        permission on its topic's name; ``found`` when that does not open it either, with a
+        hint drawn from the name's form alone: whether such an object exists is not told
+        to a client that may not see it."""
         topics = self._group_topics(name, undeclared)
         asked = C.WORK_CLAIM if code == READ else code
         if any(self.grant.refusal(asked, topic) is None for topic in topics):
             return None
-        if not topics:
+        form = group_forms(name, 1)
+        if not form:
             return found
         return (f"{found} (as consumer group {shown(name)} it needs the consume permission "
-                f"on topic {shown(topics[0])})")
+                f"on topic {shown(form[0])})")
 
     def op_refusal(self, code: int, args: list[Any]) -> str | None:
         """Why this client may not propose op ``code`` with ``args``; ``None`` if it may.

@@ -169,11 +169,16 @@ MUTATIONS = [
         "a client whose member takes its link but refuses its session does not relink at once"),
     Mutation(
         "client-group-forms-unbounded", "lazily_queue/client/connection.py",
-        "    while 0 < end < len(name) - 1 and len(topics) < GROUP_FORMS:\n",
+        "    while 0 < end < len(name) - 1 and len(topics) < most:\n",
         "    while 0 < end < len(name) - 1:\n",
         ("tests/client/test_review_requests.py::"
          "test_a_client_without_a_grant_watching_a_long_group_name_is_refused_at_once",),
         "a watch of a name of many colons costs the member a bounded number of checks"),
+    Mutation(
+        "group-hint-from-state", "lazily_queue/client/connection.py",
+        "form = group_forms(name, 1)", "form = topics",
+        ("tests/client/test_refusal_texts.py",),
+        "a permission refusal reads the same whether a consumer group exists"),
     Mutation(
         "frames-in-hand-unbounded", "lazily_queue/client/frames_in_hand.py",
         "return not held or held + size <= self.limit",
