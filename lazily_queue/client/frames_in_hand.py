@@ -9,20 +9,26 @@ client, each waiting with a megabyte frame of decimals and empty arrays, held a 
 each client's links hold at most ``limit`` bytes of frames at once
 (:data:`IN_HAND_FRAMES` of the member's request limit), a frame that would pass it waiting
 undecoded, in the order they came, until its client's earlier frames are served (one frame
-is always taken when the client holds none). A link whose frame waits here is not read
+is always taken when the client holds none). The links of one client name share the
+bound, whichever processes hold them. A link whose frame waits here is not read
 further and counts as busy, not silent (:mod:`.idle`); one that ends while its frame waits
-lets it go at once.
+lets it go at once. A frame starting to wait is logged, one line per 10 s at most.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from lazily_transports import LogLimiter
+
 if TYPE_CHECKING:
     from .connection import ClientConnection
+
+log = logging.getLogger(__name__)
 
 #: Request limits' worth of frames one client's links hold at once.
 IN_HAND_FRAMES = 2
@@ -31,7 +37,7 @@ IN_HAND_FRAMES = 2
 class FramesInHand:
     """Bytes of frames held by each client's links, at most ``limit`` (module docstring)."""
 
-    __slots__ = ("_waiting", "held", "limit")
+    __slots__ = ("_log", "_waiting", "held", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -39,6 +45,7 @@ class FramesInHand:
         self.held: dict[str, int] = {}
         #: Frames waiting for room, by client name, the first first.
         self._waiting: dict[str, deque[tuple[int, asyncio.Future[None]]]] = {}
+        self._log = LogLimiter()
 
     @property
     def waiting(self) -> int:
@@ -60,6 +67,14 @@ class FramesInHand:
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.setdefault(client, deque()).append((size, fut))
+        if self._log.allow():
+            unlogged = self._log.take_suppressed()
+            log.warning("client %r: its links hold %d bytes of request frames not yet served "
+                        "(at most %d: they wait for request slots, or for states they read to "
+                        "leave at the client's pace), so a frame of %d bytes waits undecoded, "
+                        "its link not read further%s", client, self.held.get(client, 0),
+                        self.limit, size, f" ({unlogged} more frames waited since the last "
+                        "line)" if unlogged else "")
         ending = asyncio.ensure_future(ended())
         conn.blocked = True
         try:

@@ -38,7 +38,7 @@ async def _unread_link(address: str, name: str, token: bytes) -> LinkStream:
 
 
 async def test_one_clients_waiting_links_hold_two_frames_decoded_the_rest_wait_undecoded(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     decoded: list[int] = []
     decode = P.decode
 
@@ -64,6 +64,8 @@ async def test_one_clients_waiting_links_hold_two_frames_decoded_the_rest_wait_u
         await asyncio.sleep(0.3)
         assert len(decoded) == IN_HAND_FRAMES  # not one per link: 6 frames, 16 MB of values
         assert node.clients.in_hand.held["web"] <= node.clients.in_hand.limit
+        lines = [r.getMessage() for r in caplog.records if "waits undecoded" in r.getMessage()]
+        assert len(lines) == 1 and lines[0].startswith("client 'web': its links hold"), lines
         other = await dial(address, LinkConfig(peer_id=0, session_id="x",
                                                secret=b"other-token", credential="other"))
         await other.send(cbor2.dumps([1, P.HELLO, P.VERSION, new_session_id("other")]))
@@ -74,7 +76,8 @@ async def test_one_clients_waiting_links_hold_two_frames_decoded_the_rest_wait_u
         await until(lambda: client_stats(node)["frames_waiting"] == 0)
         for link in stuck[:2]:  # the frames in hand served: room again
             await link.aclose()
-        await until(lambda: "web" not in node.clients.in_hand.held)
+        in_hand = node.clients.in_hand
+        await until(lambda: "web" not in in_hand.held)
 
 
 class _Conn:
@@ -104,7 +107,11 @@ async def test_frames_wait_in_order_and_one_is_always_taken_when_its_client_hold
     assert await second and await third
     assert hand.held == {"web": 70, "other": 500}
     ended = asyncio.Event()
-    gone = asyncio.ensure_future(hand.take(web, 50, ended.wait))
+
+    async def link_ended() -> None:
+        await ended.wait()
+
+    gone = asyncio.ensure_future(hand.take(web, 50, link_ended))
     await asyncio.sleep(0)
     ended.set()
     assert await gone is False
