@@ -60,7 +60,9 @@ async def test_one_clients_waiting_links_hold_two_frames_decoded_the_rest_wait_u
         assert [a[1] for a in await answers(stream, 4)] == [P.OK] * 4
         address = node.clients.addresses[0]
         stuck = [await _unread_link(address, "web", TOKEN) for _ in range(6)]
-        await until(lambda: client_stats(node)["frames_waiting"] == 4)
+        # the third's frame waits, and the hellos of the three after it behind it
+        await until(lambda: client_stats(node)["frames_waiting"] == 4
+                    and len(decoded) >= IN_HAND_FRAMES)
         await asyncio.sleep(0.3)
         assert len(decoded) == IN_HAND_FRAMES  # not one per link: 6 frames, 16 MB of values
         assert node.clients.in_hand.held["web"] <= node.clients.in_hand.limit
