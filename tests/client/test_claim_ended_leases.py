@@ -75,7 +75,8 @@ async def test_a_client_claim_answered_after_its_leases_were_reaped_hands_them_n
 
         monkeypatch.setattr(server_module.ClientServer, "_answer", answer_after_a_reap)
         claimed = await jobs.claim_many("w1", 5, now=_ago())
-        assert reaping and await reaping[0] == 2
+        # the reap here, or the leader's maintenance round before it (both leases long due)
+        assert reaping and await reaping[0] in (0, 2)
         # the retry's answer named the leases reaped meanwhile: it claimed again
         assert [(d.value, d.attempt) for d in claimed] == [("a", 2), ("b", 2)]
 
