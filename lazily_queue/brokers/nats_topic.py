@@ -81,8 +81,6 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
         self.stream, self.subject = f"LQ_T_{tok}", f"lq.t.{tok}"
         #: Subscribers whose consumer was last read with a ``max_ack_pending`` limit.
         self._limited: set[str] = set()
-        #: Durable subscribers whose consumer vanished while known: why.
-        self._vanished: dict[str, SubscriberConsumerLost] = {}
         self._subscribed = False
         self._noticing = backend.outages.check
         super().__init__(name, poll_interval=backend.poll_interval,
@@ -143,9 +141,6 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
             if end > start:
                 raws = await b.messages(self.stream, start + 1, end - start)
                 elements += [decode(raw.data or b"") for _, raw in raws]
-        for sid, rec in self._subs.items():
-            if rec[0] == Durability.DURABLE.value and sid not in consumers:
-                self._vanished[sid] = self._lost_error(sid)
         self._install(base, end, elements, {sid: rec for sid, (rec, _) in consumers.items()})
 
     # -- operations ----------------------------------------------------------------------
@@ -176,13 +171,6 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
     def _lost_error(self, subscriber: str) -> SubscriberConsumerLost:
         return lost_error(self._backend.address, self.name, subscriber,
                           self._consumer_name(subscriber), self.stream)
-
-    def lost(self, subscriber: str) -> SubscriberConsumerLost | None:
-        """Why ``subscriber``, a durable subscriber this process knew, is gone: its
-        consumer was deleted outside this library (``None`` when it was not)."""
-        if subscriber in self._subs:
-            return None
-        return self._vanished.get(subscriber)
 
     async def subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,
@@ -288,6 +276,9 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
             await self.sync()
             rec = self._subs.get(subscriber)
             if rec is None or not rec[1]:
+                lost = self.lost(subscriber)
+                if lost is not None:
+                    raise lost
                 return None
         b = self._backend
         doing = f"advancing {shown(subscriber)} on {self.stream}"

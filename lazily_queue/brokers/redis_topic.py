@@ -8,7 +8,9 @@ advance and gc are Lua scripts. ``gc`` trims the stream (``XTRIM MINID``) below 
 lowest durable cursor and clamps lagging ephemeral cursors, as the in-process topic does.
 A group destroyed outside this library is made again at its record's cursor; a stream
 that lost entries (deleted or trimmed outside) raises
-:class:`~lazily_queue.brokers.errors.BrokerObjectLost` on an advance or ``gc``.
+:class:`~lazily_queue.brokers.errors.BrokerObjectLost` on an advance or ``gc``; a
+durable subscriber whose record was deleted outside while known (``FLUSHALL``, ``DEL``
+of the topic's keys) raises :class:`~lazily_queue.brokers.errors.SubscriberConsumerLost`.
 
 The mirror holds the retained log and every record (like a Raft member's replica), so
 the readers (each subscriber's unread suffix) need no round trip; it refreshes
@@ -33,6 +35,7 @@ from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .batching import Coalescer
 from .codec import decode, encode
+from .errors import SubscriberConsumerLost
 from .mirrors import whole
 from .redis_once_scripts import ONCE_WINDOW_MS
 from .topic_mirror import Record, TopicMirror
@@ -127,8 +130,20 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         await self._ready()
         outcome = await self._backend.run(
             "TOPIC_SUBSCRIBE", self._keys, [subscriber, kind.value, self._channel])
+        self._vanished.pop(subscriber, None)
         await self.sync()
         return TopicTransition(SubscribeOutcome[_text(outcome)], NOBODY)
+
+    def _lost_error(self, subscriber: str) -> SubscriberConsumerLost:
+        stream, subs = self._keys[:2]
+        return SubscriberConsumerLost(
+            f"redis at {self._backend.address}: topic {shown(self.name)}: subscriber "
+            f"{shown(subscriber)}'s record in {subs} (its cursor) was deleted while the "
+            "subscriber was known (outside this library: FLUSHALL, FLUSHDB, DEL of the "
+            "topic's keys, HDEL, a server restarted without its data; or the topic was "
+            "restored): its cursor is gone; subscribe it again (await topic.subscribe("
+            f"{subscriber!r}): it starts at the tail, elements published meanwhile are not "
+            f"delivered to it), or restore the topic ({stream} and {subs}) from a backup")
 
     async def _connection(self, subscriber: str, want: str) -> TopicTransition[bool]:
         check_subscriber(subscriber)
@@ -180,6 +195,11 @@ class RedisTopicStorage(TopicMirror, Generic[T]):
         result = await self._backend.run(
             "TOPIC_ADVANCE", self._keys, [subscriber, target, self._channel])
         if not isinstance(result, list):
+            if self._subs.get(subscriber, ("", False, 0))[1]:  # shown here as connected
+                await self.sync()
+            lost = self.lost(subscriber)
+            if lost is not None:
+                raise lost
             return None
         if len(result) > 1 and result[1] is not None:
             self._moved(subscriber, int(result[0]))

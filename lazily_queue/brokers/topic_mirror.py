@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.topic import Durability
 from ..storage.topic import TopicChangeListener
+from .errors import SubscriberConsumerLost
 from .mirror import MirroredObject
 
 Record = tuple[str, bool, int]
@@ -27,12 +29,22 @@ class TopicMirror(MirroredObject):
         self._end = 0
         self._elements: list[Any] = []
         self._subs: dict[str, Record] = {}
+        #: Durable subscribers that vanished from the broker while known: why.
+        self._vanished: dict[str, SubscriberConsumerLost] = {}
         super().__init__(name, poll_interval=poll_interval, label=label)
+
+    def _lost_error(self, subscriber: str) -> SubscriberConsumerLost:
+        """The error of ``subscriber``, durable, gone from the broker while known."""
+        raise NotImplementedError
 
     def _install(self, base: int, end: int, elements: list[Any],
                  subs: dict[str, Record]) -> None:
-        """Show what a refresh read; the readers whose inputs changed are invalidated."""
+        """Show what a refresh read; the readers whose inputs changed are invalidated,
+        and a durable subscriber gone from the broker is remembered as lost."""
         subs = self._no_rewind(subs)
+        for sid, rec in self._subs.items():
+            if rec[0] == Durability.DURABLE.value and sid not in subs:
+                self._vanished[sid] = self._lost_error(sid)
         old = reader_keys(self._base, self._end, self._subs)
         new = reader_keys(base, end, subs)
         self._base, self._end, self._elements, self._subs = base, end, elements, subs
@@ -53,6 +65,13 @@ class TopicMirror(MirroredObject):
         start = max(0, rec[2] - self._base)
         stop = len(self._elements) if limit is None else start + limit
         return self._elements[start:stop]
+
+    def lost(self, subscriber: str) -> SubscriberConsumerLost | None:
+        """Why ``subscriber``, a durable subscriber this process knew, is gone: deleted
+        outside this library (``None`` when it was not)."""
+        if subscriber in self._subs:
+            return None
+        return self._vanished.get(subscriber)
 
     def cursor(self, subscriber: str) -> int | None:
         rec = self._subs.get(subscriber)

@@ -244,6 +244,9 @@ async def test_a_subscriber_whose_consumer_was_deleted_outside_raises_a_typed_er
                                ) as raised:
                 await topic.advance("d", timeout=10)
             assert isinstance(raised.value, UnknownSubscriber)
+        await storage.sync()
+        with pytest.raises(SubscriberConsumerLost):  # a poll the mirror saw it gone for
+            await topic.poll("d")
         assert await topic.subscribe("d") is not None
         await topic.publish("y")
         assert await topic.advance("d", timeout=10) == "y"

@@ -3,18 +3,20 @@ restart without persistence): the work queue declares itself again, so the items
 since are claimed, instead of every claim failing with NOGROUP until the process
 restarts. A topic subscriber's consumer group destroyed outside this library is made
 again at the subscriber's cursor (its record holds it); a topic stream whose entries
-were deleted raises a typed error."""
+were deleted, or a durable subscriber whose record was (its cursor), raises a typed
+error."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
-from lazily_queue import TopicCell, connect
-from lazily_queue.brokers import BrokerObjectLost
-from lazily_queue.brokers.servers import BrokerServer
+from lazily_queue import TopicCell, UnknownSubscriber, connect
+from lazily_queue.brokers import BrokerObjectLost, SubscriberConsumerLost
+from lazily_queue.brokers.servers import BrokerServer, RedisServer, find_binary
 from lazily_queue.client.brokers import open_provider
 
 from .conftest import fresh
@@ -196,3 +198,49 @@ async def test_the_keys_a_lost_object_names_are_its_own_whatever_its_name(
         assert f"{own}list" in matched and all(k.startswith(own) for k in matched), pattern
     finally:
         await raw.aclose()
+
+
+@pytest.mark.skipif(find_binary("redis-server") is None, reason="redis-server is not installed")
+@pytest.mark.parametrize("deletion", ["flushall", "keys", "record"])
+async def test_a_durable_subscriber_whose_record_was_deleted_says_so(deletion: str) -> None:
+    """FLUSHALL, DEL of the topic's keys or HDEL of the subscriber's record while it is
+    known: an advance, one that waits included, raises ``SubscriberConsumerLost`` (as on
+    NATS) naming the subscriber and the fix, not ``UnknownSubscriber`` as if it had never
+    subscribed; subscribing again goes on from the tail."""
+    async with RedisServer() as server:
+        raw = aioredis.Redis.from_url(server.url)
+        provider = await open_provider(server.url, poll_interval=0.2)
+        waiting: asyncio.Future[Any] | None = None
+        try:
+            name = fresh("no-record")
+            topic: TopicCell[Any] = TopicCell(provider.topic(name))
+            for subscriber in ("d", "w"):
+                await topic.subscribe(subscriber)
+            await topic.publish(0)
+            assert await topic.advance("w", timeout=5) == 0
+            waiting = asyncio.ensure_future(topic.advance("w", timeout=10))
+            await asyncio.sleep(0.3)
+            if deletion == "flushall":
+                await raw.flushall()
+            elif deletion == "keys":
+                await raw.delete(*await raw.keys(f"lq:{{t:{name}}}:*"))
+            else:
+                await raw.hdel(f"lq:{{t:{name}}}:subs", "d", "w")
+            message = rf"topic '{name}': subscriber '%s''s record .*subscribe it again"
+            for _ in range(2):  # before and after the mirror saw it gone
+                with pytest.raises(SubscriberConsumerLost, match=message % "d") as raised:
+                    await topic.advance("d", timeout=5)
+                assert isinstance(raised.value, UnknownSubscriber)
+            with pytest.raises(SubscriberConsumerLost, match=message % "w"):
+                await waiting
+            await topic.storage.sync()  # type: ignore[attr-defined]
+            with pytest.raises(SubscriberConsumerLost, match=message % "d"):
+                await topic.poll("d")
+            await topic.subscribe("d")
+            await topic.publish("after")
+            assert await topic.advance("d", timeout=5) == "after"
+        finally:
+            if waiting is not None:
+                waiting.cancel()
+            await raw.aclose()
+            await provider.close()
