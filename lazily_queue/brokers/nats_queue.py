@@ -52,9 +52,10 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import QueueMirror
 from .nats_backend import MAX_MESSAGES, MAX_MESSAGES_EXCEEDED
+from .nats_consumer_settings import put_back
 from .nats_limits import MAX_INT, check_within, silent_deletions
 from .nats_names import object_token
-from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
+from .nats_requests import UNLIMITED_ACK_PENDING
 from .nats_streams import StreamDeclared
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ class NatsQueueStorage(StreamDeclared, QueueMirror[T]):
                 raise IncompatibleBrokerObject(
                     f"nats at {b.address}: consumer {CONSUMER} of {self.stream} does not "
                     "use explicit acks")
-            await lift_ack_pending_limit(b.js, self.stream, consumer.config)
+            await put_back(b.js, self.stream, consumer.config)
             if not self._subscribed:
                 self._subscribed = True
                 await b.subscribe(self.subject, self._changed)

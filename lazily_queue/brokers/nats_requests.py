@@ -9,7 +9,6 @@ timeout (no subscription, timer or task per message).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import json
 from collections.abc import Callable
@@ -20,8 +19,6 @@ import nats.errors
 import nats.js.errors as jserr
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig, ConsumerInfo
 
 from .batching import Coalescer
 from .errors import BrokerError, BrokerObjectLost
@@ -45,18 +42,6 @@ class PubAck:
     stream: str
     seq: int
     duplicate: bool
-
-
-async def lift_ack_pending_limit(js: JetStreamContext, stream: str,
-                                 config: ConsumerConfig) -> ConsumerInfo | None:
-    """Update ``stream``'s pull consumer of ``config`` (as the server has it) to have no
-    ``max_ack_pending`` limit, unless it has none already (``None``): the consumer's
-    info after the update. JetStream 2.9 has no update-only request: a consumer deleted
-    since ``config`` was read is created by it (compare ``created``)."""
-    if config.max_ack_pending == UNLIMITED_ACK_PENDING:
-        return None
-    return await js.add_consumer(stream, dataclasses.replace(
-        config, max_ack_pending=UNLIMITED_ACK_PENDING))
 
 
 def _status(msg: Msg) -> str | None:

@@ -7,6 +7,8 @@ differs only in what may change (description, ``max_ack_pending``, ``ack_wait``,
 ``max_deliver``, ``sample_freq``...; not the deliver policy, start sequence or ack
 policy), keeping its ack floor and deliveries: a subscriber's consumer is changed that
 way, never deleted and created again, so no crash or concurrent change can lose it.
+An operator's change to its settings is put back before the next advance
+(:data:`SETTINGS`, :mod:`.nats_consumer_settings`).
 
 A purge (``gc``) moves every consumer's ack floor up to the new base, and drops every
 consumer's deliveries not acknowledged: those past the new base would never be
@@ -18,6 +20,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+from collections.abc import Mapping
+from typing import Any
 
 import nats.js.errors as jserr
 from nats.js import JetStreamContext
@@ -26,7 +30,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, ConsumerInfo, DeliverPolicy
 from ..core.topic import Durability
 from ..errors import InvalidName, shown
 from .errors import IncompatibleBrokerObject, SubscriberConsumerLost
-from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
+from .nats_consumer_settings import PUT_BACK, put_back
 from .nats_topic_pulls import cursor_of
 from .topic_mirror import Record
 
@@ -35,6 +39,9 @@ DESCRIPTION_LIMIT = 4096
 #: JetStream's answers to a consumer create that met another creator of the same name:
 #: the update it became was refused (another start sequence), or the name was taken.
 CONSUMER_CREATE_REFUSED = frozenset({10012, 10013})
+#: What a subscriber's consumer is given, and given back when changed outside: no
+#: back-off nor ``max_deliver`` limit besides :data:`.nats_consumer_settings.PUT_BACK`.
+SETTINGS: Mapping[str, Any] = {**PUT_BACK, "backoff": None, "max_deliver": -1}
 #: Pauses (seconds) before each look of ``gc`` at the consumers, waiting for advances
 #: under way to acknowledge what they pulled.
 GC_PAUSES = (0.0, 0.01, 0.05)
@@ -99,8 +106,7 @@ def consumer_config(name: str, subscriber: str, durability: str, connected: bool
     return ConsumerConfig(
         durable_name=name, description=description(subscriber, durability, connected),
         ack_policy=AckPolicy.ALL, deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=max(1, start), sample_freq="100%",
-        max_ack_pending=UNLIMITED_ACK_PENDING)
+        opt_start_seq=max(1, start), sample_freq="100%", **SETTINGS)
 
 
 def check_unclaimed(address: str, stream: str, name: str, subscriber: str,
@@ -116,15 +122,16 @@ def check_unclaimed(address: str, stream: str, name: str, subscriber: str,
 
 
 async def lift(js: JetStreamContext, stream: str, name: str) -> bool:
-    """Lift the ``max_ack_pending`` limit of the consumer ``name`` (one declared with
-    it): the server's config is read again, so only the limit changes. Creates nothing:
+    """Put back the :data:`SETTINGS` of the consumer ``name`` (one declared with a
+    ``max_ack_pending`` limit, or changed outside): the server's config is read again,
+    so only those change. Creates nothing:
     ``False`` when the consumer is gone (one deleted meanwhile, which the update made
     again, at its first start, is deleted again)."""
     try:
         info = await js.consumer_info(stream, name)
     except jserr.NotFoundError:
         return False
-    made = await lift_ack_pending_limit(js, stream, info.config)
+    made = await put_back(js, stream, info.config, **SETTINGS)
     if made is not None and made.created != info.created:
         with contextlib.suppress(jserr.NotFoundError):
             await js.delete_consumer(stream, made.name)
@@ -134,10 +141,10 @@ async def lift(js: JetStreamContext, stream: str, name: str) -> bool:
 
 async def update(js: JetStreamContext, stream: str, info: ConsumerInfo, text: str) -> bool:
     """Give the consumer of ``info`` (as read) the description ``text``, in place
-    (without a ``max_ack_pending`` limit); ``False`` when it had been deleted since it
-    was read: the update then made a new one, which is deleted again."""
+    (with its :data:`SETTINGS`); ``False`` when it had been deleted since it was read:
+    the update then made a new one, which is deleted again."""
     made = await js.add_consumer(stream, dataclasses.replace(
-        info.config, description=text, max_ack_pending=UNLIMITED_ACK_PENDING))
+        info.config, description=text, **SETTINGS))
     if made.created == info.created:
         return True
     with contextlib.suppress(jserr.NotFoundError):

@@ -39,13 +39,14 @@ from ..storage.attempts import bounds_timeouts
 from ..storage.capabilities import StorageCapabilities
 from .codec import decode, encode
 from .errors import BrokerObjectLost, IncompatibleBrokerObject, SubscriberConsumerLost
+from .nats_consumer_settings import astray
 from .nats_limits import topic_stream_problem
 from .nats_names import object_token, token
-from .nats_requests import UNLIMITED_ACK_PENDING
 from .nats_streams import StreamDeclared
 from .nats_subscribers import (
     CONSUMER_CREATE_REFUSED,
     GC_PAUSES,
+    SETTINGS,
     check_described,
     check_unclaimed,
     consumer_config,
@@ -79,7 +80,7 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
         self._backend = backend
         tok = object_token(name, len("LQ_T_"))
         self.stream, self.subject = f"LQ_T_{tok}", f"lq.t.{tok}"
-        #: Subscribers whose consumer was last read with a ``max_ack_pending`` limit.
+        #: Subscribers whose consumer was last read with settings to put back.
         self._limited: set[str] = set()
         self._subscribed = False
         self._noticing = backend.outages.check
@@ -119,7 +120,7 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
     async def _consumers(self) -> dict[str, tuple[Record, ConsumerInfo]]:
         found = await subscribers(self._backend.js, self.stream)
         for sid, (_, info) in found.items():
-            if info.config.max_ack_pending == UNLIMITED_ACK_PENDING:
+            if not astray(info.config, SETTINGS):
                 self._limited.discard(sid)
             else:
                 self._limited.add(sid)
@@ -154,7 +155,7 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
             self._consumer_name(subscriber), subscriber, durability, connected, start))
 
     async def _lift(self, subscriber: str) -> None:
-        """Lift the ``max_ack_pending`` limit of ``subscriber``'s consumer
+        """Put back the settings of ``subscriber``'s consumer
         (:func:`.nats_subscribers.lift`); :class:`SubscriberConsumerLost` when it is gone."""
         if not await lift(self._backend.js, self.stream, self._consumer_name(subscriber)):
             raise self._lost_error(subscriber)

@@ -62,10 +62,10 @@ from . import nats_dead_letters
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror
+from .nats_consumer_settings import PUT_BACK, astray, declared_problem, put_back
 from .nats_leases import Leases
 from .nats_limits import MAX_INT, MAX_SECONDS, check_within, silent_deletions
 from .nats_names import object_token
-from .nats_requests import UNLIMITED_ACK_PENDING, lift_ack_pending_limit
 from .nats_streams import StreamDeclared
 
 if TYPE_CHECKING:
@@ -97,6 +97,10 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         self.lease_seconds = self.visibility_timeout
         self.max_deliveries = limit
         self.nack_delay = nack_delay
+        #: What this work queue declares of its consumer (:mod:`.nats_consumer_settings`).
+        self._settings: dict[str, Any] = {
+            "ack_policy": AckPolicy.EXPLICIT, "ack_wait": self.visibility_timeout,
+            "max_deliver": limit + 1, "backoff": None}
         self._backend = backend
         tok = object_token(name, len("LQ_DL_"))
         self.stream, self.subject = f"LQ_W_{tok}", f"lq.w.{tok}"
@@ -144,22 +148,16 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
                 self.stream, self.subject, RetentionPolicy.WORK_QUEUE, "work queue")).created
             await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS,
                                "work queue dead letters")
-            want = ConsumerConfig(
-                durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
-                ack_wait=self.visibility_timeout, max_deliver=self.max_deliveries + 1,
-                max_ack_pending=UNLIMITED_ACK_PENDING)
             try:
                 have = (await b.js.consumer_info(self.stream, CONSUMER)).config
             except jserr.NotFoundError:
                 self._leases.clear()  # a new consumer holds none of this process's leases
-                have = (await b.js.add_consumer(self.stream, want)).config
-            if (have.ack_policy, have.ack_wait, have.max_deliver) != (
-                    AckPolicy.EXPLICIT, self.visibility_timeout, self.max_deliveries + 1):
-                raise IncompatibleBrokerObject(
-                    f"nats at {b.address}: consumer {CONSUMER} of {self.stream} has "
-                    f"ack_wait {have.ack_wait}s and max_deliver {have.max_deliver}; this work "
-                    f"queue needs {self.visibility_timeout}s and {self.max_deliveries + 1}")
-            await lift_ack_pending_limit(b.js, self.stream, have)
+                have = (await b.js.add_consumer(self.stream, ConsumerConfig(
+                    durable_name=CONSUMER, **self._settings, **PUT_BACK))).config
+            problem = declared_problem(have, self.stream, "this work queue", self._settings)
+            if problem is not None:
+                raise IncompatibleBrokerObject(f"nats at {b.address}: {problem}")
+            await put_back(b.js, self.stream, have)
             if self._subscribed:
                 return
             self._subscribed = True
@@ -186,6 +184,10 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
                 consumer = await b.js.consumer_info(self.stream, CONSUMER)
             except jserr.NotFoundError:
                 await self._declare_again()
+                consumer = await b.js.consumer_info(self.stream, CONSUMER)
+            if astray(consumer.config, {**self._settings, **PUT_BACK}):  # an operator's edit
+                self._declared.forget()
+                await self._ensure_declared()  # refused, or put back
                 consumer = await b.js.consumer_info(self.stream, CONSUMER)
             dead = await b.js.stream_info(self.dead_stream)
             if self._views_due():
