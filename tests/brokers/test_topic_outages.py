@@ -279,3 +279,33 @@ async def test_a_subscribers_consumer_made_again_outside_this_library_says_so(
         await news.subscribe("d")
         await news.publish(1)
         assert await news.advance("d", timeout=5) == 1
+
+
+async def test_an_advance_whose_mirror_sees_the_consumer_gone_midway_says_so(
+    nats_server: BrokerServer,
+) -> None:
+    """The interleaving under which the test above failed now and then under load: the
+    consumer is deleted, and the mirror's refresh (woken by the server's announcement)
+    lands, between the advance's check that the subscriber is known and its pull. The advance
+    returned ``None`` as if it had read a ``None`` element."""
+    async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
+        news = client.topic(fresh("gone-midway"))
+        storage: Any = news.storage
+        await news.subscribe("d")
+        await news.publish(0)
+        await storage.sync()
+        poll = storage.poll
+        admin = await nats.connect(nats_server.url)
+
+        async def gone_first(subscriber: str, **options: Any) -> Any:
+            await admin.jetstream().delete_consumer(storage.stream, "s_d")
+            await storage.sync()
+            assert storage.cursor(subscriber) is None  # the mirror saw it gone
+            return await poll(subscriber, **options)
+
+        storage.poll = gone_first
+        try:
+            with pytest.raises(SubscriberConsumerLost, match=r"'d'.*subscribe it again"):
+                await news.advance("d", timeout=5)
+        finally:
+            await admin.close()
