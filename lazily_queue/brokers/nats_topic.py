@@ -50,6 +50,7 @@ from .nats_subscribers import (
     check_described,
     check_unclaimed,
     consumer_config,
+    described_by,
     description,
     lift,
     lost_error,
@@ -287,8 +288,10 @@ class NatsTopicStorage(StreamDeclared, TopicMirror, Generic[T]):
             try:
                 if subscriber in self._limited:
                     await self._lift(subscriber)
-                msgs = await pull_at_cursor(b, self.stream, self._consumer_name(subscriber),
-                                            count, rec[2], rec[2] < self._end, doing)
+                msgs = await pull_at_cursor(
+                    b, self.stream, self._consumer_name(subscriber), count, rec[2],
+                    rec[2] < self._end, doing,
+                    lambda info: (described_by(info) or ("",))[0] == subscriber)
             except BrokerObjectLost:
                 await self.sync()
                 raise self.lost(subscriber) or self._lost_error(subscriber) from None

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import nats.js.errors as jserr
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerInfo
 
-from .errors import BrokerUnavailable
+from .errors import BrokerObjectLost, BrokerUnavailable
 
 if TYPE_CHECKING:
     from .nats_backend import NatsJetStreamStorage
@@ -91,14 +92,17 @@ async def redeliver(backend: NatsJetStreamStorage, stream: str, info: ConsumerIn
 
 
 async def pull_at_cursor(backend: NatsJetStreamStorage, stream: str, consumer: str,
-                         count: int, cursor: int, unread: bool, doing: str) -> list[Msg]:
+                         count: int, cursor: int, unread: bool, doing: str,
+                         ours: Callable[[ConsumerInfo], bool]) -> list[Msg]:
     """Up to ``count`` consecutive messages of ``consumer`` from its cursor on, not
     acknowledged.
 
     ``cursor`` is the cursor as this process last saw it and ``unread`` whether it saw
     elements past it: a pull that starts elsewhere, or finds nothing while there are
-    unread elements, reads the consumer to tell; raises :class:`BrokerUnavailable` when
-    other advances kept taking the messages at the cursor."""
+    unread elements, reads the consumer to tell; raises :class:`BrokerObjectLost` when
+    that finds one that is not ``ours`` (made again outside this library under its
+    name), :class:`BrokerUnavailable` when other advances kept taking the messages at
+    the cursor."""
     for _ in range(ATTEMPTS):
         msgs = consecutive(await backend.pull(stream, consumer, count))
         if (msgs and seq(msgs[0]) == cursor + 1) or (not msgs and not unread):
@@ -111,6 +115,9 @@ async def pull_at_cursor(backend: NatsJetStreamStorage, stream: str, consumer: s
                 info = await backend.js.consumer_info(stream, consumer)
             except jserr.NotFoundError:
                 return []  # gone (deleted or disconnected meanwhile): nothing to take
+            if not ours(info):
+                raise BrokerObjectLost(f"nats at {backend.address}: {doing}: consumer "
+                                       f"{consumer} was made again outside this library")
             if starts_at_floor(info, msgs):
                 return msgs
         await redeliver(backend, stream, info)

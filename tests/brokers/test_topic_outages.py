@@ -267,6 +267,9 @@ async def test_a_subscribers_consumer_made_again_outside_this_library_says_so(
         admin = await nats.connect(nats_server.url)
         try:
             await replace(admin.jetstream())
+            # the mirror saw it: before, an advance may read the element at the cursor
+            # from the new consumer, which delivers from there (see the next two tests)
+            await news.storage.sync()  # type: ignore[attr-defined]
             with pytest.raises(SubscriberConsumerLost, match="subscribe it again"):
                 await news.advance("d", timeout=5)
             with pytest.raises(IncompatibleBrokerObject,
@@ -308,4 +311,50 @@ async def test_an_advance_whose_mirror_sees_the_consumer_gone_midway_says_so(
             with pytest.raises(SubscriberConsumerLost, match=r"'d'.*subscribe it again"):
                 await news.advance("d", timeout=5)
         finally:
+            await admin.close()
+
+
+async def test_an_advance_that_pulls_from_a_consumer_made_again_outside_says_so(
+    nats_server: BrokerServer,
+) -> None:
+    """Before the mirror saw it (its refresh held back here until the pull), an advance
+    pulls from the operator's consumer under the subscriber's name: one delivering from
+    elsewhere than the cursor is looked up, and is not the subscriber's. The advance
+    handed out element 0 again (read from the new consumer's start), the cursor at 1."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
+        news = client.topic(fresh("taken-midway"))
+        storage: Any = news.storage
+        await news.subscribe("d")
+        await news.publish(0)
+        await news.publish(1)
+        assert await news.advance("d", timeout=5) == 0
+        await storage.sync()
+        refresh, pulled = storage._refresher._refresh, asyncio.Event()
+        backend = storage._backend
+        pull = backend.pull
+
+        async def held_back() -> None:  # until the advance has pulled
+            await pulled.wait()
+            await refresh()
+
+        async def pull_then_refresh(*args: Any) -> Any:
+            try:
+                return await pull(*args)
+            finally:
+                pulled.set()
+
+        storage._refresher._refresh = held_back
+        backend.pull = pull_then_refresh
+        admin = await nats.connect(nats_server.url)
+        try:
+            js = admin.jetstream()
+            await js.delete_consumer(storage.stream, "s_d")
+            await js.add_consumer(storage.stream, ConsumerConfig(
+                durable_name="s_d", ack_policy=AckPolicy.EXPLICIT))
+            with pytest.raises(SubscriberConsumerLost, match=r"'d'.*subscribe it again"):
+                await asyncio.wait_for(news.advance("d", timeout=5), 10)
+        finally:
+            pulled.set()
             await admin.close()
