@@ -124,9 +124,9 @@ def check_unclaimed(address: str, stream: str, name: str, subscriber: str,
 async def lift(js: JetStreamContext, stream: str, name: str) -> bool:
     """Put back the :data:`SETTINGS` of the consumer ``name`` (one declared with a
     ``max_ack_pending`` limit, or changed outside): the server's config is read again,
-    so only those change. Creates nothing:
-    ``False`` when the consumer is gone (one deleted meanwhile, which the update made
-    again, at its first start, is deleted again)."""
+    so only those change. Creates nothing: ``False`` when the consumer is gone (one
+    deleted meanwhile, which the update made again, at its first start, is deleted
+    again)."""
     try:
         info = await js.consumer_info(stream, name)
     except jserr.NotFoundError:
