@@ -4,15 +4,16 @@ counted by Valgrind's callgrind: what a push costs in CPU, which load does not m
     python benchmarks/latency_instructions.py [--base REV] [--pushes N] [--json]
 
 Each tree (this checkout's, uncommitted changes included, and ``--base``'s, exported
-with ``git archive``; both copied into one temporary directory) runs the same
-workloads under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0`` and the
-garbage collector off: 100-byte pushes one at a time on one member (``durability="fsync"``, Unix socket), the same with the node process's
-monitor beside it, and on 3 in-process members over Unix sockets (the instructions of
-all three): pushed back to back, the leader's new commit index rides on the next
-push's append; ``three_members_apart`` lets the loop turn ``APART_TURNS`` times after
-each push, as a client across the network leaves it, so the commit index goes out on
-its own (the round a remote client's push costs). Raft timings are stretched 50 times
-while the leader is elected, as callgrind slows the run about that much.
+with ``git archive``; both copied into one temporary directory) runs the same workloads
+under ``valgrind --tool=callgrind`` with ``PYTHONHASHSEED=0`` and the garbage collector
+off: 100-byte pushes one at a time on one member (``durability="fsync"``, Unix socket),
+the same with the node process's monitor beside it, and on 3 in-process members over
+Unix sockets (the instructions of all three): pushed back to back, the leader's new
+commit index rides on the next push's append; ``three_members_apart`` lets the loop turn
+``APART_TURNS`` times after each push, as a client across the network leaves it, so the
+commit index goes out on its own (the round a remote client's push costs). Raft timings
+are stretched 50 times while the leader is elected, as callgrind slows the run about
+that much.
 
 What a push costs must not depend on how long it took, so once a leader is elected
 nothing timed runs between pushes: every fsync runs on the loop's thread (the path quick
