@@ -56,7 +56,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _stopped(pid: int) -> bool:
+def threads_stopped(pid: int) -> bool:
     """Whether every thread of process ``pid`` is stopped (``T`` in ``/proc``); true
     where ``/proc`` does not list them."""
     tasks = Path(f"/proc/{pid}/task")
@@ -196,7 +196,7 @@ class BrokerServer:
             raise RuntimeError(f"{self.binary} is not running")
         os.kill(process.pid, signal.SIGSTOP)
         deadline = time.monotonic() + self.kill_timeout
-        while not _stopped(process.pid):
+        while not threads_stopped(process.pid):
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.binary} (pid {process.pid}) was not stopped "
                                    f"{self.kill_timeout:g}s after SIGSTOP")

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lazily_queue.brokers.servers import threads_stopped
+
 HERE = Path(__file__).resolve().parent
 CLI = [sys.executable, "-m", "lazily_queue"]
 SECRET_ENV = "LAZILY_TEST_SECRET"
@@ -120,6 +122,12 @@ class NodeProc:
         if self.proc.poll() is not None:
             self._pumps[1].join(5)
         return "".join(self.errors)
+
+    def pause(self, timeout: float = 10.0) -> None:
+        """SIGSTOP the node, returning once every thread of it is stopped (the kernel stops
+        them after ``kill`` returns; until then the node goes on answering)."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        wait_for(lambda: threads_stopped(self.proc.pid), timeout, "the node stopped")
 
     def terminate(self) -> int:
         if self.proc.poll() is None:

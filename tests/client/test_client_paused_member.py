@@ -48,7 +48,7 @@ async def test_a_client_whose_leader_is_paused_goes_on_through_the_others(
             await q.push(0)
             assert client.member == str(leader)
             paused = procs[leader - 1]
-            os.kill(paused.proc.pid, signal.SIGSTOP)
+            paused.pause()
             started = time.monotonic()
             await asyncio.gather(*(q.push(n) for n in range(1, 33)))
             took = time.monotonic() - started

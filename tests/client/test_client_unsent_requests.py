@@ -50,7 +50,7 @@ async def test_requests_a_paused_member_never_read_fail_as_not_applied(
                            ping_timeout=60) as client:
             q = client.queue("q")
             await q.push(b"first")
-            os.kill(member.proc.pid, signal.SIGSTOP)
+            member.pause()
             small = asyncio.ensure_future(q.push(b"small"))
             await asyncio.sleep(0.2)  # its request left whole, into the socket's buffer
             values = [bytes([n]) * SIZE for n in range(COUNT)]
@@ -84,7 +84,7 @@ async def test_requests_still_held_when_a_link_is_lost_were_not_applied(
                            ping_timeout=1, connect_timeout=1) as client:
             q = client.queue("q")
             await q.push(b"first")
-            os.kill(member.proc.pid, signal.SIGSTOP)
+            member.pause()
             small = asyncio.ensure_future(q.push(b"small"))
             await asyncio.sleep(0.2)
             outcomes = await asyncio.gather(*(q.push(bytes([n]) * SIZE) for n in range(4)),
