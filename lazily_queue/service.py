@@ -243,6 +243,12 @@ class NodeService:
                     and not node.driver.replica.engine.connected):
                 raise ConfigError(f"{self.config.source}: {watch.fatal}")
             if deadline is not None and time.monotonic() > deadline:
+                if (disk := node.driver.disk_error) is not None:
+                    raise StorageUnavailable(
+                        f"{self.config.source}: no leader within startup_timeout="
+                        f"{timeout:g}s: this node {disk}, and a node that cannot write its "
+                        "journal takes no part in the cluster; make room on the disk under "
+                        "`data_dir` or fix it (see the system log), then start the node again")
                 raise ConfigError(
                     f"{self.config.source}: no leader within startup_timeout={timeout:g}s. "
                     + self._peer_report(node, watch)

@@ -61,6 +61,21 @@ def test_a_full_disk_at_start_exits_4_with_one_line(tmp_path: Path, small_fs: Pa
     assert "No space left on device" in line and "free space" in line
 
 
+def test_a_disk_without_room_for_the_journal_exits_4_naming_it(
+        tmp_path: Path, small_fs: Path) -> None:
+    reserve = small_fs / "reserve"
+    reserve.write_bytes(b"\0" * 256 * 1024)  # room for the metadata, not the journal's MiB
+    fill(small_fs)
+    reserve.unlink()
+    config = write_config(tmp_path / "n1.toml", 1, {1: f"unix:{tmp_path}/n1.sock"},
+                          data_dir=str(small_fs / "data1"), extra="startup_timeout = 2")
+    proc = NodeProc(config)
+    assert proc.wait_exit() == 4
+    line = _one_line(proc)
+    assert "cannot write its journal" in line and "No space left on device" in line, line
+    assert "make room" in line and "other nodes" not in line, line
+
+
 async def test_a_disk_that_fills_stalls_the_node_and_it_resumes(
     tmp_path: Path, small_fs: Path
 ) -> None:
