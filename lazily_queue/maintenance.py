@@ -78,6 +78,8 @@ class Maintenance(Background):
         self.node = node
         #: Monotonic time this node was first seen leading in a row (``None``: not).
         self.led_since: float | None = None
+        #: The kind of failure the rounds meet in a row, logged once (``None``: none).
+        self._failing: type[BaseException] | None = None
 
     def start(self) -> None:
         interval = self.node.maintenance_interval
@@ -92,14 +94,19 @@ class Maintenance(Background):
         while True:
             await asyncio.sleep(interval)
             if not node.is_leader:
-                self.led_since = None
+                self.led_since = self._failing = None
                 continue
             if self.led_since is None:
                 self.led_since = time.monotonic()
             try:
                 await self.once(time.monotonic() - last_gc >= node.topic_gc_interval)
             except Exception as exc:
-                log.info("node %s: maintenance round skipped: %s", node.node_id, exc)
+                if type(exc) is not self._failing:  # a stalled disk fails every round
+                    self._failing = type(exc)
+                    log.info("node %s: maintenance round skipped: %s (rounds failing so "
+                             "are not logged again until one succeeds)", node.node_id, exc)
+            else:
+                self._failing = None
             if time.monotonic() - last_gc >= node.topic_gc_interval:
                 last_gc = time.monotonic()
 
