@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -62,3 +62,19 @@ def place(address: str) -> Place:
 def places(addresses: Iterable[str]) -> dict[str, Place]:
     """:func:`place` of each address."""
     return {address: place(address) for address in set(addresses)}
+
+
+def same_place() -> Callable[[str, str], bool]:
+    """A test of whether two addresses lead to one place (equal ones without resolving),
+    resolving each address once."""
+    seen: dict[str, Place] = {}
+
+    def same(one: str, other: str) -> bool:
+        if one == other:
+            return True
+        for address in (one, other):
+            if address not in seen:
+                seen[address] = place(address)
+        return seen[one].same(seen[other])
+
+    return same

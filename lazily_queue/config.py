@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 from lazily_transports import TLSFiles
 
+from .address_places import same_place
 from .client.settings import (
     ClientConfig,
     ClientLimits,
@@ -298,7 +299,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
             )
         listen = own
     listen = parse_string(listen, fail, "listen")
-    if own is not None and own != listen:
+    same = same_place()
+    if own is not None and not same(own, listen):
         raise fail(
             f"two nodes with id {node_id}: `listen` is {shown(listen)} but [peers] gives node "
             f"{node_id} the address {shown(own)}; every node needs its own id"
@@ -306,7 +308,7 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
     check_address(listen, fail, "`listen`", listening=True, node_id=node_id)
     for peer, address in peers.items():
         check_address(address, fail, f"peer {peer}", listening=False, node_id=peer)
-    if problem := peer_address_problem(node_id, listen, peers, "set `id = {peer}`"):
+    if problem := peer_address_problem(node_id, listen, peers, "set `id = {peer}`", same):
         raise fail(problem)
     secret_env, secret_file = doc.get("secret_env"), doc.get("secret_file")
     if (secret_env is None) == (secret_file is None):

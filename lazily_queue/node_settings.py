@@ -3,8 +3,9 @@ raises at construction naming the setting, before anything starts."""
 
 from __future__ import annotations
 
+import operator
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .core.numbers import FOREVER, is_finite
@@ -63,20 +64,25 @@ def check_data_dir(data_dir: Any, durability: str) -> None:
 
 
 def peer_address_problem(node_id: object, listen: str | None,
-                         peers: Mapping[Any, str], own_id: str) -> str | None:
+                         peers: Mapping[Any, str], own_id: str,
+                         same: Callable[[str, str], bool] = operator.eq) -> str | None:
     """Why the addresses of ``peers`` would dial the wrong process: another peer listed
     at this node's own ``listen`` address, or two peers at one address; ``None`` when
-    they would not. ``own_id`` says how to give this node id ``{peer}``."""
-    owners: dict[str, object] = {}
+    they would not. ``own_id`` says how to give this node id ``{peer}``; ``same`` says
+    whether two addresses lead to one listener (by default, when they are equal)."""
+    seen: list[tuple[str, object]] = []
     for peer, address in peers.items():
         if str(peer) == str(node_id):
             continue
-        if address == listen:
-            return (f"peer {peer} has this node's own listen address {shown(listen)}; if "
-                    f"this node is {peer}, {own_id.format(peer=peer)}, else give it its own "
-                    "`listen` address")
-        if address in owners:
-            return (f"peers {owners[address]} and {peer} share the address {shown(address)}; "
-                    "give each member its own")
-        owners[address] = peer
+        if listen is not None and same(address, listen):
+            spelled = "" if address == listen else f" ({shown(address)} leads there)"
+            return (f"peer {peer} has this node's own listen address {shown(listen)}"
+                    f"{spelled}; if this node is {peer}, {own_id.format(peer=peer)}, else "
+                    "give it its own `listen` address")
+        for earlier, owner in seen:
+            if same(address, earlier):
+                spelled = "" if address == earlier else f" ({shown(earlier)} leads there)"
+                return (f"peers {owner} and {peer} share the address {shown(address)}"
+                        f"{spelled}; give each member its own")
+        seen.append((address, peer))
     return None
