@@ -78,6 +78,12 @@ def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "
     ]
     for method, path, handler in routes:
         app.router.add_route(method, api + path, _guarded(handler))
+    app.router.add_route("*", api + "/{tail:.*}", _guarded(_no_route))
+
+
+async def _no_route(request: web.Request) -> Any:
+    raise AdminError("not_found", f"no admin API route {request.method} {request.path} "
+                     "(lazily_queue.integrations.aiohttp_admin lists them)", 404)
 
 
 def _origin(request: web.Request) -> str:

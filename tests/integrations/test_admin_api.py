@@ -52,6 +52,11 @@ async def test_who_may_act(tmp_path: Path) -> None:
             401, "unauthorized")
         ok = await http.get("/admin/api/queues", headers=BEARER)
         assert ok.status == 200 and await ok.json() == {"queues": []}
+        assert await error_of(await http.get("/admin/api/queue", headers=BEARER)) == (
+            404, "not_found")  # a mistyped route is answered as every error is
+        assert await error_of(await http.get("/admin/api/members/2/remove",
+                                             headers=BEARER)) == (404, "not_found")
+        assert await error_of(await http.get("/admin/api/queue")) == (401, "unauthorized")
         # Another site can neither act with the token nor with a session.
         evil = {**BEARER, "Origin": "http://evil.example"}
         assert await error_of(await http.get("/admin/api/queues", headers=evil)) == (
