@@ -115,6 +115,8 @@ def disk_problem(exc: OSError) -> str:
         fix = "choose a data_dir with a shorter path"
     elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL):
         fix = "something else is in the way at that path: move it away"
+    elif code == errno.ENOENT:
+        fix = "a directory on the way to it cannot be made there: choose another data_dir"
     else:
         fix = "fix the disk (see the system log)"
     return f"{exc.strerror or exc}{where}; {fix}"

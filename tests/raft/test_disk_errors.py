@@ -329,3 +329,13 @@ def test_a_file_too_large_for_memory_is_a_disk_problem(
     with pytest.raises(OSError, match="100 bytes do not fit in memory") as info:
         OsDisk().read(str(path))
     assert "journal.meta" in disk_problem(info.value)
+
+
+def test_a_data_dir_that_cannot_be_made_names_the_path_not_the_disk() -> None:
+    """A data_dir under /proc (or a vanished mount) cannot be made: ENOENT is no fault of
+    the disk, and the hint says to choose another data_dir."""
+    with pytest.raises(OSError) as info:
+        os.makedirs("/proc/lazily-queue-no-such/data")
+    problem = disk_problem(info.value)
+    assert "/proc/lazily-queue-no-such" in problem and "choose another data_dir" in problem
+    assert "system log" not in problem
