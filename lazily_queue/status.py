@@ -25,6 +25,7 @@ from .core.work_views import WorkViews
 from .object_listing import STATUS_OBJECTS, listed_sections, listed_sections_sliced, object_page
 from .replicated.view import ReadView
 from .subscriber_listing import retention_holder
+from .vitals import disk_problem, journal_state
 
 if TYPE_CHECKING:
     from .node import Node
@@ -74,13 +75,7 @@ def local_status(node: Node, *, objects: bool = True) -> dict[str, Any]:
     status = driver.replica.status()
     status["cluster"] = node.cluster
     status["durability"] = node.durability
-    status["disk"] = {
-        "writable": driver.disk_error is None,
-        "error": driver.disk_error,
-        "since": driver.disk_error_since,
-        # The leader's snapshot, which this member needs to catch up, cannot be stored.
-        "snapshot_error": driver.replica.snapshots.write_error,
-    }
+    status["disk"] = journal_state(node)
     if objects:
         status.update(state_status(node.view))
     mesh = getattr(driver.network, "mesh", None)
@@ -276,7 +271,9 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
     member this node has no link to is never shown as a follower), reachability,
     match index and lag (known on the leader), its page and vitals when known, and
     ``link_problem``: why an unreachable member's link failed, as far as this node knows
-    (a refused handshake, say, or :data:`STOPPED`; ``None`` otherwise)."""
+    (a refused handshake, say, or :data:`STOPPED`; ``None`` otherwise), and
+    ``disk_problem``: why its disk refuses its journal or the leader's snapshot, as its
+    own status or its last vitals read without error say (``None`` otherwise)."""
     leader = status["leader"]
     me = status["node"]
     connected = set(status["connected"])
@@ -299,12 +296,14 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
             "vitals_error": None,
             "vitals_at": None,
             "link_problem": None if reachable else _link_problem(node, member),
+            "disk_problem": None,
         }
         if member == me:
             entry["match_index"] = status["log_last_index"]
             entry["lag"] = max(0, status["commit_index"] - status["last_applied"])
             entry["vitals"] = vitals
             entry["vitals_at"] = None if vitals is None else time.time()
+            entry["disk_problem"] = disk_problem(status["disk"])
         else:
             if member in match:
                 entry["match_index"] = match[member]
@@ -314,6 +313,9 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
                 entry["vitals"] = seen.get("vitals")
                 entry["vitals_error"] = seen.get("error")
                 entry["vitals_at"] = seen.get("at")
+                journal = (seen.get("vitals") or {}).get("journal")
+                if isinstance(journal, dict) and not seen.get("error"):
+                    entry["disk_problem"] = disk_problem(journal)
         members.append(entry)
     return members
 
@@ -332,7 +334,7 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
     (a member lagging by :data:`LAG_WARNING` entries or more, or a term change in the
     last :data:`RECENT_TERMS` seconds) or ``"critical"`` (a member unreachable, no
     quorum, no leader, this node's journal not writable, or the leader's snapshot it needs
-    not stored), with the reasons."""
+    not stored; another member's when its vitals say so), with the reasons."""
     members = status["members"]
     up = sum(1 for m in members if m["reachable"])
     recent = [c for c in term_changes if c["time"] >= time.time() - RECENT_TERMS]
@@ -346,11 +348,11 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
         critical.append("no quorum: writes are refused")
     if status["leader"] is None:
         critical.append("no leader")
-    if not status["disk"]["writable"]:
-        critical.append(f"journal not writable: {status['disk']['error']}")
-    if status["disk"].get("snapshot_error"):
-        critical.append("the leader's snapshot cannot be stored, so this member stays "
-                        f"behind until its disk takes it: {status['disk']['snapshot_error']}")
+    problem = disk_problem(status["disk"])
+    if problem is not None:
+        critical.append(problem)
+    critical.extend(f"member {m['id']}: {m['disk_problem']} (its page says so)"
+                    for m in members if not m.get("self") and m.get("disk_problem"))
     lagging = [m["id"] for m in members if (m["lag"] or 0) >= LAG_WARNING]
     if lagging:
         warning.append(f"member(s) {', '.join(lagging)} lagging")

@@ -1,7 +1,10 @@
-"""Vitals: what only this node knows about itself (version, uptime, fsync, disk, process).
+"""Vitals: what only this node knows about itself (version, uptime, fsync, disk, journal,
+process).
 
 Members read each other's vitals from ``/vitals.json`` (see :mod:`.peer_pages`) so
-that every status page shows every member's fsync latency and free disk.
+that every status page shows every member's fsync latency and free disk, and names a
+member whose journal or snapshot its disk refuses (a member in that state sends its
+peers no Raft message saying why).
 """
 
 from __future__ import annotations
@@ -64,6 +67,28 @@ def disk_usage(path: os.PathLike[str] | str) -> dict[str, int | None]:
     return {"free_bytes": usage.free, "total_bytes": usage.total}
 
 
+def journal_state(node: Node) -> dict[str, Any]:
+    """Whether ``node``'s journal accepts writes: ``writable``, the ``error`` while it
+    does not and ``since`` when (``time.time()``), and ``snapshot_error``: why the
+    leader's snapshot this member needs to catch up cannot be stored (``None`` when it
+    can)."""
+    driver = node.driver
+    return {"writable": driver.disk_error is None, "error": driver.disk_error,
+            "since": driver.disk_error_since,
+            "snapshot_error": driver.replica.snapshots.write_error}
+
+
+def disk_problem(journal: dict[str, Any]) -> str | None:
+    """What :func:`journal_state` ``journal`` says is wrong, as a sentence; ``None``
+    when nothing is."""
+    if not journal.get("writable", True):
+        return f"journal not writable: {journal.get('error')}"
+    if journal.get("snapshot_error"):
+        return ("the leader's snapshot cannot be stored, so this member stays behind "
+                f"until its disk takes it: {journal['snapshot_error']}")
+    return None
+
+
 def process_figures() -> dict[str, Any]:
     """Resident memory, CPU seconds and open file descriptors of this process."""
     figures: dict[str, Any] = {"pid": os.getpid(), "rss_bytes": None, "open_fds": None}
@@ -100,6 +125,7 @@ class Vitals:
             "durability": node.durability,
             "fsync": self.fsync.summary(),
             "disk": disk_usage(node.data_dir),
+            "journal": journal_state(node),
             "process": process_figures(),
             "http_url": self.http_url,
         }

@@ -11,6 +11,9 @@ from pathlib import Path
 from lazily_queue import testing
 from lazily_queue.peer_pages import PeerPages
 from lazily_queue.replicated import ops
+from lazily_queue.status import node_status
+from lazily_queue.vitals import Vitals
+from tests.raft.faulty_disk import FaultyDisk
 
 
 @asynccontextmanager
@@ -53,3 +56,44 @@ async def test_a_hostile_page_does_not_stop_the_reading(tmp_path: Path) -> None:
                 assert "JSON" in pages.answers[others[0]]["error"]
             finally:
                 await pages.stop()
+
+
+async def test_every_member_names_the_member_whose_disk_refuses_its_journal(
+    tmp_path: Path,
+) -> None:
+    """A member whose journal cannot be written sends its peers nothing saying so; its
+    vitals say so, and every member's status reading them names it in its health."""
+    disks = {n: FaultyDisk() for n in ("1", "2", "3")}
+    cluster = testing.cluster(3, data_dir=tmp_path, durability="fsync", disk_retry=0.05,
+                              node_options=lambda n: {"disk": disks[n]})
+    async with cluster:
+        leader = await cluster.wait_for_leader()
+        full = next(n for n in cluster.nodes.values() if n is not leader)
+        vitals = Vitals(full)
+        async with http_server(lambda: json.dumps(vitals.document()).encode()) as page:
+            await leader.driver.call(ops.MEMBER_PAGE, [full.node_id, page], timeout=5)
+            assert vitals.document()["journal"]["writable"] is True
+            disks[full.node_id].full = True
+            await leader.queue("q").push(1)  # the full member's copy fails
+            async with asyncio.timeout(10):
+                while full.status()["disk"]["writable"]:  # noqa: ASYNC110
+                    await asyncio.sleep(0.01)
+            pages = PeerPages(leader, interval=0.05, timeout=2)
+            pages.start()
+            try:
+                async with asyncio.timeout(10):
+                    while pages.answers.get(full.node_id, {}).get("vitals") is None:  # noqa: ASYNC110
+                        await asyncio.sleep(0.05)
+            finally:
+                await pages.stop()
+        seen = node_status(leader, peers=pages.answers)
+        entry = next(m for m in seen["members"] if m["id"] == full.node_id)
+        assert entry["disk_problem"].startswith("journal not writable: cannot write its journal")
+        reason = f"member {full.node_id}: journal not writable: cannot write its journal"
+        assert any(r.startswith(reason) and "No space left on device" in r
+                   for r in seen["health"]["reasons"])
+        assert seen["health"]["level"] == "critical"
+        stale = {full.node_id: {**pages.answers[full.node_id], "error": "timed out"}}
+        assert not any(r.startswith(f"member {full.node_id}: journal")
+                       for r in node_status(leader, peers=stale)["health"]["reasons"])
+        disks[full.node_id].full = False
