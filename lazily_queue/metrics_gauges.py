@@ -149,6 +149,11 @@ TABLE_GAUGES = (
      "Client sessions owning ephemeral subscriptions"),
     ("ephemeral_owned_subscriptions", "ephemeral_owners", "subscriptions",
      "Ephemeral subscriptions owned by client sessions"),
+    ("popped_elements", "popped", "count",
+     "Elements client sessions popped and did not give back, held so they may give them "
+     "back (past the limit the clients holding the largest share give up their oldest)"),
+    ("popped_bytes", "popped_bytes", "bytes",
+     "Bytes of the pop results holding those elements (in every snapshot)"),
 )
 
 

@@ -143,6 +143,7 @@ def _bounded(t: dict[str, Any]) -> Table:
     (a figure a node of an earlier version does not give is a dash)."""
     sessions, ended, kept = t["client_sessions"], t["ended_sessions"], t["kept_results"]
     receipts, owners = t["receipts"], t["ephemeral_owners"]
+    popped, popped_bytes = t.get("popped") or {}, t.get("popped_bytes") or {}
     rows = [
         ("client sessions", sessions["count"], sessions["limit"],
          f"{sessions['clients']} client(s)"),
@@ -156,6 +157,10 @@ def _bounded(t: dict[str, Any]) -> Table:
          f"{receipts['per_work_queue']} per work queue"),
         ("ephemeral owners", owners["sessions"], owners["limit"],
          f"{owners['subscriptions']} subscription(s)"),
+        ("popped, not back", popped.get("count"), popped.get("limit"),
+         f"{popped.get('per_session', '-')} per session"),
+        ("popped (bytes)", popped_bytes.get("bytes"), popped_bytes.get("limit"),
+         "in every snapshot"),
     ]
     return _table("bounded tables", ("table", "size", "bound", "used", "detail"),
                   [(name, size, bound,

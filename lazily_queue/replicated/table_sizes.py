@@ -17,7 +17,11 @@ operator sees one filling before it gives entries up.
   ``per_work_queue``;
 - ``ephemeral_owners``: client ``sessions`` owning ephemeral subscriptions (each a held
   client session, so ``limit`` is the client sessions'), and the ``subscriptions`` they
-  own.
+  own;
+- ``popped``: ``count`` of elements client sessions popped and did not give back, held
+  so they may give them back (:mod:`.session_popped`), ``limit`` in all and
+  ``per_session``; ``popped_bytes``: ``bytes`` of the pop results holding them (written
+  into every snapshot, even while every queue is empty) and their ``limit``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from .session_end import ENDED_KEPT
+from .session_popped import BYTES, ELEMENTS, SESSION_ELEMENTS
 from .session_results import KEPT_BYTES, MEMBER_KEPT_BYTES, SESSION_KEPT_BYTES
 from .state_machine import MAX_CLIENT_SESSIONS, SESSION_TTL_MS, StateMachine
 from .work_queues import RECEIPTS_KEPT
@@ -47,4 +52,7 @@ def table_sizes(sm: StateMachine) -> dict[str, dict[str, Any]]:
                      "per_work_queue": RECEIPTS_KEPT},
         "ephemeral_owners": {"sessions": len(owners.alive), "limit": sessions_limit,
                              "subscriptions": len(owners)},
+        "popped": {"count": sm.popped.count, "limit": ELEMENTS,
+                   "per_session": SESSION_ELEMENTS},
+        "popped_bytes": {"bytes": sm.popped.bytes, "limit": BYTES},
     }

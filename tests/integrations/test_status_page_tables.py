@@ -16,6 +16,7 @@ from lazily_queue.integrations.aiohttp import setup
 from lazily_queue.monitor import PAGE_HEADERS, status_page
 from lazily_queue.replicated.receipts import RECEIPTS_TOTAL
 from lazily_queue.replicated.session_end import ENDED_KEPT
+from lazily_queue.replicated.session_popped import ELEMENTS, SESSION_ELEMENTS
 from lazily_queue.replicated.state_machine import MAX_CLIENT_SESSIONS
 from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
 from lazily_queue.status import node_status
@@ -42,7 +43,7 @@ async def test_page_shows_the_bounded_tables_as_clients_come_and_go(tmp_path: Pa
         async with TestServer(app) as server:
             url = str(server.make_url("/?interval=250"))
             async with browser(url, tmp_path / "profile") as page:
-                shown = await page.wait_for(f"{ROWS}.length === 6 && {ROWS}")
+                shown = await page.wait_for(f"{ROWS}.length === 8 && {ROWS}")
                 assert shown == [
                     ["client sessions", "0", str(MAX_CLIENT_SESSIONS), "0%", "0 client(s)"],
                     ["most of one client", "0", str(MAX_CLIENT_SESSIONS), "0%",
@@ -53,7 +54,10 @@ async def test_page_shows_the_bounded_tables_as_clients_come_and_go(tmp_path: Pa
                     ["receipts", "0", str(RECEIPTS_TOTAL), "0%",
                      f"{RECEIPTS_KEPT} per work queue"],
                     ["ephemeral owners", "0", str(MAX_CLIENT_SESSIONS), "0%",
-                     "0 subscription(s)"]]
+                     "0 subscription(s)"],
+                    ["popped, not given back", "0", str(ELEMENTS), "0%",
+                     f"{SESSION_ELEMENTS} per session"],
+                    ["popped", "0 B", "64.0 MiB", "0%", "in every snapshot"]]
                 work = "[...document.querySelectorAll('#work-queues tbody tr')[0].cells]"
                 assert await page.evaluate(f"{work}.slice(0, 5).map(c => c.textContent)") == [
                     "jobs", "1", "0", "0", "0"]
@@ -61,11 +65,12 @@ async def test_page_shows_the_bounded_tables_as_clients_come_and_go(tmp_path: Pa
                 async with connect([node.listen], ("web", TOKEN)) as one, \
                         connect([node.listen], ("web", TOKEN)) as two:
                     await one.queue("q").push(1)
+                    assert await one.queue("q").pop() == 1  # popped, not given back
                     await two.topic("news").subscribe("dashboard", "ephemeral")
                     jobs = two.work_queue("jobs")
                     delivery = await jobs.claim("w1")
                     await jobs.ack("w1", delivery.delivery_id)
-                    for row, size in ((0, "2"), (1, "2"), (4, "1"), (5, "1")):
+                    for row, size in ((0, "2"), (1, "2"), (4, "1"), (5, "1"), (6, "1")):
                         assert await page.wait_for(
                             f"{_cells(ROWS, row, 1)} === {json.dumps(size)}"), row
                     rows = await page.evaluate(ROWS)
@@ -107,7 +112,7 @@ async def test_page_shows_a_hostile_status_as_text_and_marks_a_table_near_its_bo
         app.router.add_get("/history.json", history_view)
         async with TestServer(app) as server, \
                 browser(str(server.make_url("/")), tmp_path / "profile") as page:
-            rows = await page.wait_for(f"{ROWS}.length === 6 && {ROWS}")
+            rows = await page.wait_for(f"{ROWS}.length === 8 && {ROWS}")
             assert rows[0] == ["client sessions", "15000", str(MAX_CLIENT_SESSIONS), "92%",
                                f"{hostile} client(s)"]
             assert rows[4][4] == "<b>bold</b> per work queue"

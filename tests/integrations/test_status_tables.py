@@ -1,6 +1,7 @@
 """The bounded bookkeeping tables of the applied state (client sessions, ended sessions,
-kept results, receipts, ephemeral owners) show their sizes and bounds in the status,
-the metrics and ``lazily-queue status``, and the sizes move as clients come and go."""
+kept results, receipts, ephemeral owners, popped elements) show their sizes and bounds
+in the status, the metrics and ``lazily-queue status``, and the sizes move as clients
+come and go."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from lazily_queue.cli.status_view import _bounded, render
 from lazily_queue.metrics import NodeMetrics
 from lazily_queue.replicated.receipts import RECEIPTS_TOTAL
 from lazily_queue.replicated.session_end import ENDED_KEPT
+from lazily_queue.replicated.session_popped import BYTES, ELEMENTS, SESSION_ELEMENTS
 from lazily_queue.replicated.session_results import KEPT_BYTES
 from lazily_queue.replicated.state_machine import MAX_CLIENT_SESSIONS
 from lazily_queue.replicated.work_queues import RECEIPTS_KEPT
@@ -32,7 +34,8 @@ def _gauges(metrics: NodeMetrics) -> dict[str, float | None]:
              "client_sessions_most_per_client",
              "ended_sessions", "ended_sessions_limit", "kept_result_bytes",
              "kept_result_bytes_limit", "receipts", "receipts_limit", "ephemeral_owners",
-             "ephemeral_owned_subscriptions", "work_receipts_limit")
+             "ephemeral_owned_subscriptions", "work_receipts_limit", "popped_elements",
+             "popped_elements_limit", "popped_bytes", "popped_bytes_limit")
     found = {name: get(f"lazily_queue_{name}") for name in names}
     found["work_receipts{jobs}"] = get("lazily_queue_work_receipts", {"name": "jobs"})
     return found
@@ -49,6 +52,9 @@ def _tables(node: Node) -> dict[str, Any]:
     row = next(line for line in shown.splitlines() if "most of one client" in line)
     assert [cell.strip() for cell in row.split("│")[2:4]] == [
         str(tables["client_sessions"]["most_per_client"]), str(MAX_CLIENT_SESSIONS)]
+    row = next(line for line in shown.splitlines() if "popped, not back" in line)
+    assert [cell.strip() for cell in row.split("│")[2:4]] == [
+        str(tables["popped"]["count"]), str(ELEMENTS)]
     return tables
 
 
@@ -67,6 +73,8 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
             "receipts": {"count": 0, "limit": RECEIPTS_TOTAL, "per_work_queue": RECEIPTS_KEPT},
             "ephemeral_owners": {"sessions": 0, "limit": MAX_CLIENT_SESSIONS,
                                  "subscriptions": 0},
+            "popped": {"count": 0, "limit": ELEMENTS, "per_session": SESSION_ELEMENTS},
+            "popped_bytes": {"bytes": 0, "limit": BYTES},
         }
         member_bytes = tables["kept_results"]["bytes"]
         assert _gauges(metrics) == {
@@ -77,7 +85,8 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
             "kept_result_bytes_limit": KEPT_BYTES, "receipts": 0,
             "receipts_limit": RECEIPTS_TOTAL, "ephemeral_owners": 0,
             "ephemeral_owned_subscriptions": 0, "work_receipts_limit": RECEIPTS_KEPT,
-            "work_receipts{jobs}": 0}
+            "popped_elements": 0, "popped_elements_limit": ELEMENTS, "popped_bytes": 0,
+            "popped_bytes_limit": BYTES, "work_receipts{jobs}": 0}
 
         async with connect([node.listen], ("web", TOKEN)) as client:
             await client.queue("q").push("x" * 1000)
@@ -94,6 +103,8 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
             assert tables["receipts"]["count"] == 1
             assert tables["ephemeral_owners"]["sessions"] == 1
             assert tables["ephemeral_owners"]["subscriptions"] == 1
+            assert tables["popped"]["count"] == 1  # popped, not given back
+            assert tables["popped_bytes"]["bytes"] > 1000
             assert node_status(node)["work_queues"]["jobs"]["receipts"] == 1
             gauges = _gauges(metrics)
             assert (gauges["client_sessions"], gauges["client_session_clients"],
@@ -101,6 +112,8 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
                     gauges["ephemeral_owners"], gauges["ephemeral_owned_subscriptions"]
                     ) == (1, 1, 1, 1, 1, 1)
             assert gauges["kept_result_bytes"] == tables["kept_results"]["bytes"]
+            assert (gauges["popped_elements"], gauges["popped_bytes"]) == (
+                1, tables["popped_bytes"]["bytes"])
 
         tables = _tables(node)  # the client closed: its session ended
         assert tables["client_sessions"]["count"] == 0
@@ -109,6 +122,7 @@ async def test_the_bounded_tables_show_their_sizes_and_bounds() -> None:
         assert tables["ephemeral_owners"] == {"sessions": 0, "limit": MAX_CLIENT_SESSIONS,
                                               "subscriptions": 0}
         assert tables["receipts"]["count"] == 1
+        assert (tables["popped"]["count"], tables["popped_bytes"]["bytes"]) == (0, 0)
         gauges = _gauges(metrics)
         assert (gauges["client_sessions"], gauges["ended_sessions"],
                 gauges["ephemeral_owners"]) == (0, 1, 0)
