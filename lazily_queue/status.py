@@ -25,7 +25,7 @@ from .core.work_views import WorkViews
 from .object_listing import STATUS_OBJECTS, listed_sections, listed_sections_sliced, object_page
 from .replicated.view import ReadView
 from .subscriber_listing import retention_holder
-from .vitals import disk_problem, journal_state
+from .vitals import journal_problem, journal_state
 
 if TYPE_CHECKING:
     from .node import Node
@@ -261,6 +261,10 @@ LAG_WARNING = 1000
 RECENT_TERMS = 300.0
 
 
+#: Why a leader whose journal cannot be written may no longer lead.
+STALE_LEADER = ("this member may no longer lead: while its journal is not writable it drops "
+                "the Raft messages it receives, so the others may have elected another "
+                "leader (they name it)")
 #: The link problem of a member that said it was stopping before its links closed.
 STOPPED = "it stopped cleanly (it said so before closing its links)"
 
@@ -303,7 +307,7 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
             entry["lag"] = max(0, status["commit_index"] - status["last_applied"])
             entry["vitals"] = vitals
             entry["vitals_at"] = None if vitals is None else time.time()
-            entry["disk_problem"] = disk_problem(status["disk"])
+            entry["disk_problem"] = journal_problem(status["disk"])
         else:
             if member in match:
                 entry["match_index"] = match[member]
@@ -315,7 +319,7 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
                 entry["vitals_at"] = seen.get("at")
                 journal = (seen.get("vitals") or {}).get("journal")
                 if isinstance(journal, dict) and not seen.get("error"):
-                    entry["disk_problem"] = disk_problem(journal)
+                    entry["disk_problem"] = journal_problem(journal)
         members.append(entry)
     return members
 
@@ -333,8 +337,9 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
     """The cluster's health as this node sees it: ``level`` is ``"ok"``, ``"warning"``
     (a member lagging by :data:`LAG_WARNING` entries or more, or a term change in the
     last :data:`RECENT_TERMS` seconds) or ``"critical"`` (a member unreachable, no
-    quorum, no leader, this node's journal not writable, or the leader's snapshot it needs
-    not stored; another member's when its vitals say so), with the reasons."""
+    quorum, no leader, this node's journal not writable, and then, on a leader,
+    :data:`STALE_LEADER`, or the leader's snapshot it needs not stored; another member's
+    when its vitals say so), with the reasons."""
     members = status["members"]
     up = sum(1 for m in members if m["reachable"])
     recent = [c for c in term_changes if c["time"] >= time.time() - RECENT_TERMS]
@@ -348,9 +353,11 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
         critical.append("no quorum: writes are refused")
     if status["leader"] is None:
         critical.append("no leader")
-    problem = disk_problem(status["disk"])
+    problem = journal_problem(status["disk"])
     if problem is not None:
         critical.append(problem)
+    if not status["disk"]["writable"] and status.get("state") == "leader":
+        critical.append(STALE_LEADER)
     critical.extend(f"member {m['id']}: {m['disk_problem']} (its page says so)"
                     for m in members if not m.get("self") and m.get("disk_problem"))
     lagging = [m["id"] for m in members if (m["lag"] or 0) >= LAG_WARNING]

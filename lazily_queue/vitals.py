@@ -78,7 +78,7 @@ def journal_state(node: Node) -> dict[str, Any]:
             "snapshot_error": driver.replica.snapshots.write_error}
 
 
-def disk_problem(journal: dict[str, Any]) -> str | None:
+def journal_problem(journal: dict[str, Any]) -> str | None:
     """What :func:`journal_state` ``journal`` says is wrong, as a sentence; ``None``
     when nothing is."""
     if not journal.get("writable", True):

@@ -17,6 +17,7 @@ from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.records import HEADER, decode_records
 from lazily_queue.raft.rejoin import floor_of
+from lazily_queue.status import STALE_LEADER, node_status
 
 from .faulty_disk import FaultyDisk
 
@@ -339,3 +340,27 @@ def test_a_data_dir_that_cannot_be_made_names_the_path_not_the_disk() -> None:
     problem = disk_problem(info.value)
     assert "/proc/lazily-queue-no-such" in problem and "choose another data_dir" in problem
     assert "system log" not in problem
+
+
+async def test_a_leader_whose_disk_fills_says_it_may_no_longer_lead(tmp_path: Path) -> None:
+    """Stalled, the old leader still shows itself leader (it drops what the others send);
+    its health says it may no longer lead, and the others name the new leader."""
+    disks = {n: FaultyDisk() for n in ("1", "2", "3")}
+    cluster = testing.cluster(3, data_dir=tmp_path, durability="fsync", disk_retry=0.05,
+                              node_options=lambda n: {"disk": disks[n]})
+    async with cluster:
+        first = await cluster.wait_for_leader()
+        assert STALE_LEADER not in node_status(first)["health"]["reasons"]
+        disks[first.node_id].full = True
+        with pytest.raises(StorageUnavailable):
+            await first.queue("q").push(1)
+        others = [n for n in cluster.nodes.values() if n is not first]
+        await _until(lambda: any(n.is_leader for n in others))
+        seen = node_status(first)
+        assert seen["state"] == "leader" and seen["disk"]["writable"] is False
+        assert STALE_LEADER in seen["health"]["reasons"]
+        assert all(STALE_LEADER not in node_status(n)["health"]["reasons"] for n in others)
+        disks[first.node_id].full = False
+        await _until(lambda: first.status()["disk"]["writable"])
+        await _until(lambda: not first.is_leader)
+        assert STALE_LEADER not in node_status(first)["health"]["reasons"]
