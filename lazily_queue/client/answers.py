@@ -113,12 +113,15 @@ class Answers:
 
     def _refused_again(self, link: Link, op: _Op, error: Exception, pause: float) -> None:
         """A give-back refused at ``link``'s member's gate (nobody awaits it, or an earlier
-        attempt's answer was lost) goes again under its number after ``pause`` seconds;
+        attempt's answer was lost) goes again under its number after ``pause`` seconds,
+        on whichever link is up then (a new link meanwhile does not send it sooner);
         every other time that member is left for the next (:func:`.popped.refused_pause`)."""
         op.refusals += 1
         op.error, op.rid = error, 0
+        op.pausing = True
 
         def again() -> None:
+            op.pausing = False
             current = self._link()
             if not op.done and op.rid == 0 and current is not None:
                 self._send(current, op)

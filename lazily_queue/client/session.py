@@ -48,8 +48,8 @@ class _Op:
     was last sent on (a link ends, calling back with ``None``, before the next starts)."""
 
     __slots__ = ("args", "attempts", "code", "deadline", "done", "error", "frame", "future",
-                 "link", "on_orphan", "orphaned", "refusals", "rid", "roomless", "seq",
-                 "session", "unknown")
+                 "link", "on_orphan", "orphaned", "pausing", "refusals", "rid", "roomless",
+                 "seq", "session", "unknown")
 
     def __init__(self, session: Session, seq: int, code: int, args: bytes, deadline: float,
                  future: asyncio.Future[Any], on_orphan: Callable[[Any], None] | None) -> None:
@@ -66,6 +66,8 @@ class _Op:
         self.roomless = False
         #: Times a member's gate refused it (a give-back nobody awaits: :mod:`.popped`).
         self.refusals = 0
+        #: Waiting out the pause after such a refusal: no new link sends it before.
+        self.pausing = False
         self.error: Exception | None = None
         #: An attempt may have applied: sent on a link that ended unanswered, or answered
         #: with an error that did not say it was not applied.
@@ -126,11 +128,13 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         return self.open
 
     def relinked(self, link: Link) -> None:
-        """A new link: every unanswered operation is sent on it, in order."""
+        """A new link: every unanswered operation is sent on it, in order, but a give-back
+        waiting out its pause after a refusal (it goes once the pause is over)."""
         self._held.clear()
         self._ungreeted.clear()
         for op in list(self._ops.values()):
-            if op.seq > 0:  # not one awaiting its answer under a forgotten session
+            # not one awaiting its answer under a forgotten session
+            if op.seq > 0 and not op.pausing:
                 self._send(link, op)
 
     def greeted(self, link: Link) -> None:

@@ -9,6 +9,8 @@ was not applied, as the first attempt may still apply."""
 from __future__ import annotations
 
 import contextlib
+import itertools
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -120,6 +122,25 @@ async def test_a_give_back_refused_on_retry_before_its_first_attempt_applied_is_
         assert await node.queue("jobs").pop_many(3) == [1, 2]
 
 
+async def test_a_refused_give_back_waits_out_its_pauses_across_new_links(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Refused at the gate (a member restarted that has not applied the pop yet), the
+    retry goes again only after each pause, though every second refusal leaves the link
+    and a new one comes up at once: it does not spend its tries at the pace of links
+    (a whole cluster SIGKILLed lost a give-back so, refused 8 times within 1.2 s by the
+    first member up), and applies once the member admits it."""
+    held = _hold_first_give_back(monkeypatch)
+    read = _forget_pops(monkeypatch, reads=(2, 3, 4, 5, 6))
+    async with one_member(ACCESS) as node:
+        async with _took_three(node) as (jobs, taken):
+            await jobs.give_back(taken[1:])
+        assert len(held) == 1 and len(read) == 7
+        gaps = [later - earlier for earlier, later in itertools.pairwise(read[1:])]
+        pauses = [popped.REFUSED_PAUSE * 2 ** k for k in range(5)]
+        assert all(gap >= 0.9 * pause for gap, pause in zip(gaps, pauses, strict=True)), gaps
+        assert await node.queue("jobs").pop_many(3) == [1, 2]
+
+
 async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_lost(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """The rest of an iteration goes back as a cancelled pop's does: refused at the gate,
@@ -146,20 +167,22 @@ async def test_an_iteration_whose_give_back_is_unknown_does_not_log_its_rest_los
 
 
 def _forget_pops(monkeypatch: pytest.MonkeyPatch, reads: tuple[int, ...] | None = None
-                 ) -> None:
+                 ) -> list[float]:
     """The member judges the give-backs it reads (the ``reads``-th ones, counting from 1;
-    ``None``: every one after the first) as holding no pops."""
+    ``None``: every one after the first) as holding no pops; returns when it read each
+    (``time.monotonic()``)."""
     refusal = ClientConnection.state_refusal
-    read: list[PendingOp] = []
+    read: list[float] = []
 
     def forgetting(self: ClientConnection, op: PendingOp, view: ReadView) -> Any:
         if op.code == ops.QUEUE_UNPOP_STAMPED:
-            read.append(op)
+            read.append(time.monotonic())
             if len(read) > 1 if reads is None else len(read) in reads:
                 return refusal(self, op, NoPops(view))  # type: ignore[arg-type]
         return refusal(self, op, view)
 
     monkeypatch.setattr(ClientConnection, "state_refusal", forgetting)
+    return read
 
 
 def _hold_first_give_back(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int | None, PendingOp]]:
