@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import ssl
 import time
 from typing import TYPE_CHECKING, Any
@@ -67,9 +68,42 @@ async def fetch_json(url: str, *, timeout: float,
     if len(fields) < 2 or fields[1] != "200":
         raise ValueError(f"{url} answered {status_line!r}")
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_not_a_number, parse_float=_finite)
     except RecursionError:
         raise ValueError(f"{url} answered JSON nested too deeply") from None
+
+
+def _not_a_number(name: str) -> Any:
+    raise ValueError(f"NaN and infinities are not JSON ({name})")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"a JSON number out of range ({text[:20]}...)")
+    return value
+
+
+def _number(value: Any, *, nullable: bool = False) -> bool:
+    return type(value) in (int, float) or (nullable and value is None)
+
+
+def shape_problem(vitals: dict[str, Any]) -> str | None:
+    """Which field of ``vitals`` that a status or the status page reads has another
+    shape than :class:`~lazily_queue.vitals.Vitals` gives it (``None``: none has)."""
+    disk, fsync, journal = vitals.get("disk"), vitals.get("fsync"), vitals.get("journal")
+    fields = {
+        "version": type(vitals.get("version")) is str,
+        "uptime_s": _number(vitals.get("uptime_s")),
+        "disk": isinstance(disk, dict) and all(
+            _number(disk.get(k), nullable=True) for k in ("free_bytes", "total_bytes")),
+        "fsync": isinstance(fsync, dict) and type(fsync.get("count")) is int and all(
+            _number(fsync.get(k), nullable=True) for k in ("p50_ms", "p99_ms")),
+        "journal": journal is None or (isinstance(journal, dict) and type(
+            journal.get("writable")) is bool and all(
+            type(journal.get(k)) in (str, type(None)) for k in ("error", "snapshot_error"))),
+    }
+    return next((name for name, good in fields.items() if not good), None)
 
 
 class PeerPages(Background):
@@ -117,7 +151,9 @@ class PeerPages(Background):
         except (OSError, TimeoutError, ValueError, ssl.SSLError) as exc:
             entry["error"] = str(exc) or type(exc).__name__
             return
-        if isinstance(vitals, dict) and str(vitals.get("node")) == member:
-            entry.update(vitals=vitals, at=time.time(), error=None)
-        else:
+        if not isinstance(vitals, dict) or str(vitals.get("node")) != member:
             entry["error"] = f"{url} is not the page of node {member}"
+        elif (field := shape_problem(vitals)) is not None:
+            entry["error"] = f"{url} answered vitals whose {field!r} is not as a member gives it"
+        else:
+            entry.update(vitals=vitals, at=time.time(), error=None)

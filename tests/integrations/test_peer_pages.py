@@ -7,6 +7,9 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, cast
+
+import pytest
 
 from lazily_queue import testing
 from lazily_queue.peer_pages import PeerPages
@@ -33,11 +36,45 @@ async def http_server(body: Callable[[], bytes]) -> AsyncIterator[str]:
         server.close()
 
 
+#: Vitals of the shape a member gives (its other figures left out).
+VITALS: dict[str, Any] = {
+    "node": "2", "version": "x", "uptime_s": 5.0,
+    "disk": {"free_bytes": 10, "total_bytes": 20},
+    "fsync": {"count": 0, "p50_ms": None, "p99_ms": None},
+    "journal": {"writable": True, "error": None, "snapshot_error": None},
+}
+
+
+@pytest.mark.parametrize("body", [
+    json.dumps({**VITALS, "uptime_s": float("inf")}),  # a status with Infinity is not JSON
+    json.dumps({**VITALS, "pad": float("nan")}),
+    json.dumps(VITALS)[:-1] + ', "pad": 1e999}',
+    json.dumps({**VITALS, "disk": None}),  # the status page's script stops at these
+    json.dumps({**VITALS, "uptime_s": "5"}),
+    json.dumps({**VITALS, "fsync": {**VITALS["fsync"], "p50_ms": "1"}}),
+    json.dumps({**VITALS, "journal": {**VITALS["journal"], "writable": "false"}}),
+    json.dumps({**VITALS, "journal": {**VITALS["journal"], "error": ["full"]}}),
+])
+async def test_vitals_of_another_shape_are_that_members_error(body: str) -> None:
+    """A page whose vitals are not as a member gives them (numbers a browser cannot
+    read, fields the status page reads of another type) is that member's error: its
+    vitals are not kept, so every status stays strict JSON its page can show."""
+    pages = PeerPages(cast(Any, None))
+    async with http_server(lambda: json.dumps(VITALS).encode()) as honest:
+        await pages._read("2", honest)
+    assert pages.answers["2"]["vitals"] == VITALS
+    async with http_server(body.encode) as hostile:
+        await pages._read("2", hostile)
+    entry = pages.answers["2"]
+    assert entry["vitals"] == VITALS and entry["error"]
+    json.dumps(entry, allow_nan=False)
+
+
 async def test_a_hostile_page_does_not_stop_the_reading(tmp_path: Path) -> None:
     async with testing.cluster(3, data_dir=tmp_path) as cluster:
         node = await cluster.wait_for_leader()
         others = [m for m in ("1", "2", "3") if m != node.node_id]
-        good = {"node": others[1], "version": "x"}
+        good = {**VITALS, "node": others[1]}
         async with (http_server(lambda: b"[" * 200_000) as hostile,
                     http_server(lambda: json.dumps(good).encode()) as honest):
             for member, url in zip(others, (hostile, honest), strict=True):
