@@ -104,6 +104,14 @@ def run(args: argparse.Namespace) -> int:
     if args.require_leader and _leader(status) is None:
         print(f"error: the node knows no leader yet ({_leader_detail(status)})", file=sys.stderr)
         return 3
+    disk = status.get("disk")
+    if (args.require_leader and status.get("state") == "leader" and isinstance(disk, dict)
+            and disk.get("writable") is False):
+        print("error: the node says it leads, but its journal is not writable, so it may no "
+              "longer lead: it drops what the others send and they may have elected another "
+              f"(ask them; {_leader_detail(status)}; journal: {disk.get('error')})",
+              file=sys.stderr)
+        return 3
     return 0
 
 

@@ -250,6 +250,8 @@ def test_status_require_leader_fails_until_the_node_knows_one() -> None:
     import threading
 
     documents = [{"leader": None, "state": "candidate", "term": 1},
+                 {"leader": "2", "state": "leader", "term": 2,
+                  "disk": {"writable": False, "error": "No space left on device"}},
                  {"leader": "2", "state": "follower", "term": 2}]
 
     class Status(http.server.BaseHTTPRequestHandler):
@@ -271,6 +273,10 @@ def test_status_require_leader_fails_until_the_node_knows_one() -> None:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         assert out.returncode == 3
         assert "knows no leader yet (state candidate, term 1)" in out.stderr
+        documents.pop(0)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 3
+        assert "leads, but its journal is not writable, so it may no longer lead" in out.stderr
         documents.pop(0)
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         assert out.returncode == 0 and json.loads(out.stdout)["leader"] == "2"
