@@ -78,15 +78,25 @@ def journal_state(node: Node) -> dict[str, Any]:
             "snapshot_error": driver.replica.snapshots.write_error}
 
 
+#: The most characters of a member's journal error a problem quotes (another member's
+#: page may send any text, which every member's health would repeat).
+PROBLEM_TEXT = 300
+
+
 def journal_problem(journal: dict[str, Any]) -> str | None:
-    """What :func:`journal_state` ``journal`` says is wrong, as a sentence; ``None``
-    when nothing is."""
+    """What :func:`journal_state` ``journal`` says is wrong, as a sentence quoting at most
+    :data:`PROBLEM_TEXT` characters of its error; ``None`` when nothing is."""
     if not journal.get("writable", True):
-        return f"journal not writable: {journal.get('error')}"
+        return f"journal not writable: {_quoted(journal.get('error'))}"
     if journal.get("snapshot_error"):
         return ("the leader's snapshot cannot be stored, so this member stays behind "
-                f"until its disk takes it: {journal['snapshot_error']}")
+                f"until its disk takes it: {_quoted(journal['snapshot_error'])}")
     return None
+
+
+def _quoted(error: object) -> str:
+    text = str(error)
+    return text if len(text) <= PROBLEM_TEXT else f"{text[:PROBLEM_TEXT]}... ({len(text)} chars)"
 
 
 def process_figures() -> dict[str, Any]:

@@ -15,7 +15,7 @@ from lazily_queue import testing
 from lazily_queue.peer_pages import PeerPages
 from lazily_queue.replicated import ops
 from lazily_queue.status import node_status
-from lazily_queue.vitals import Vitals
+from lazily_queue.vitals import PROBLEM_TEXT, Vitals, journal_problem
 from tests.raft.faulty_disk import FaultyDisk
 
 
@@ -134,3 +134,16 @@ async def test_every_member_names_the_member_whose_disk_refuses_its_journal(
         assert not any(r.startswith(f"member {full.node_id}: journal")
                        for r in node_status(leader, peers=stale)["health"]["reasons"])
         disks[full.node_id].full = False
+
+
+def test_a_journal_problem_quotes_a_bounded_part_of_its_error() -> None:
+    """Another member's page may send any error text; every member's health repeats the
+    problem, so it quotes at most PROBLEM_TEXT characters of it."""
+    long = "E" * 250_000
+    for journal in ({"writable": False, "error": long},
+                    {"writable": True, "snapshot_error": long}):
+        problem = journal_problem(journal)
+        assert problem is not None and len(problem) < PROBLEM_TEXT + 120
+        assert problem.endswith("... (250000 chars)")
+    short = journal_problem({"writable": False, "error": "[Errno 28] No space left on device"})
+    assert short == "journal not writable: [Errno 28] No space left on device"
