@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
     from ..node import Node
     from .access import ClientAccess
     from .connection import ClientConnection
+
+log = logging.getLogger(__name__)
 
 #: Most ops of one lane proposed in one turn (so in one ``CLIENT_OPS``), and about the
 #: most proposed before the loop's other work runs.
@@ -317,8 +320,8 @@ class OpScheduler:
         if not driver.running or driver.disk_error is not None:
             return False
 
-        answer = answer_each(members, lambda op, result, error: self._answer(
-            conn, op, result, error))
+        answer = answer_each(members, lambda op, result, error: self._answered(
+            conn, op, at, result, error))
         count = len(members)
 
         def done(result: Any, error: BaseException | None) -> None:
@@ -340,7 +343,7 @@ class OpScheduler:
 
         def answer(result: Any, error: BaseException | None) -> None:
             self._done(lane, 1, at)
-            self._answer(conn, op, result, error)
+            self._answered(conn, op, at, result, error)
 
         try:
             if not driver.running or driver.disk_error is not None:
@@ -348,7 +351,24 @@ class OpScheduler:
             driver.replica.propose(code, args, timeout=op.timeout, on_done=answer)
         except Exception as exc:  # not running, no disk, a value replicas would refuse
             self._done(lane, 1, at)
+            self._observe(op.code, at, None, exc)
             self._fail_op(conn, op.rid, exc)
             self._release(conn)
             return
         driver.wake()
+
+    def _answered(self, conn: ClientConnection, op: PendingOp, proposed_at: float,
+                  result: Any, error: BaseException | None) -> None:
+        self._observe(op.code, proposed_at, result, error)
+        self._answer(conn, op, result, error)
+
+    def _observe(self, code: int, proposed_at: float, result: Any,
+                 error: BaseException | None) -> None:
+        """Report a client's op to the driver's call observer under its own code (not
+        the ``CLIENT_OP`` it was proposed in), as a member's own call reports."""
+        observer = self.node.driver.call_observer
+        if observer is not None:
+            try:
+                observer(code, asyncio.get_running_loop().time() - proposed_at, result, error)
+            except Exception:
+                log.exception("the call observer failed")
