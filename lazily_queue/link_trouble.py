@@ -2,7 +2,8 @@
 refusals the mesh logs (and says what to change), :class:`RepeatedRefusals` keeps the
 log to one line per reason while the node starts, :class:`RefusalHints` adds what to
 change to the transport's refusal lines, :func:`mesh_trouble` asks the mesh
-about one peer, :func:`link_loss` why a member's link ended, :func:`said_stopping`
+about one peer, :func:`link_loss` why a member's link ended (:func:`loss_known`: whether
+that is known yet), :func:`said_stopping`
 whether the member said it was stopping before it ended and :func:`handing_over` whom a
 leader said it was handing leadership to."""
 
@@ -38,9 +39,16 @@ def mesh_trouble(node: Node, peer: int) -> str | None:
     return trouble if isinstance(trouble, str) else None
 
 
+#: How the mesh closes a link in order (the peer closed it, saying nothing).
+CLOSED_BY_PEER = "closed by peer"
+#: How a dial's trouble reads when the link dropped mid-handshake (transient).
+_DROPPED_MID_HANDSHAKE = "failed on 'handshake'"
+
+
 def link_loss(node: Node, member: str) -> str | None:
     """Why the node's last link to ``member`` ended and what to check (None: the node's
-    network does not say)."""
+    network does not say); when ``member`` now refuses this node as a stranger, that
+    this node was removed from the cluster."""
     mesh = getattr(getattr(node.driver, "network", None), "mesh", None)
     if mesh is None:
         return None
@@ -51,8 +59,28 @@ def link_loss(node: Node, member: str) -> str | None:
         return None
     if not isinstance(reason, str) or not isinstance(address, str):
         return None
+    trouble = mesh_trouble(node, peer)
+    if trouble is not None and f"peer {node.node_id} is not a member of this mesh" in trouble:
+        return (f"it refuses this node as not a member ({trouble}): this node was removed "
+                "from the cluster: stop it, or add it again with `lazily-queue members add "
+                f"{node.node_id} ADDRESS` on a member")
     return (f"its link ended ({reason}); check that node {member} runs (its own log says "
             f"why it stopped) and that this node reaches it at {address}")
+
+
+def loss_known(node: Node, member: str) -> bool:
+    """Whether :func:`link_loss` can say why the node's last link to ``member`` ended:
+    not while it was closed in order and no dial since said more than a link dropped
+    mid-handshake (a member that removed this node closes its links so, and refuses the
+    next one as a stranger's)."""
+    mesh = getattr(getattr(node.driver, "network", None), "mesh", None)
+    try:
+        peer = int(member)
+        ended_in_order = mesh is not None and mesh.last_down(peer) == CLOSED_BY_PEER
+    except (ValueError, LookupError, AttributeError):
+        return True
+    trouble = mesh_trouble(node, peer)
+    return not ended_in_order or (trouble is not None and _DROPPED_MID_HANDSHAKE not in trouble)
 
 
 def said_stopping(node: Node, member: str) -> bool:

@@ -17,7 +17,10 @@ fields named below) in the record, which the JSON log format (``lazily-queue nod
   stop, as ``leader_lost`` is then INFO ``no leader (node N stopped; term T)``) and
   ``member_back`` (INFO, ``member``); a link lost within :data:`SETTLING` seconds of the member's
   first one (two members that dial each other at start keep one of the two links) is
-  reported only if it is not back within :data:`SETTLING` seconds;
+  reported only if it is not back within :data:`SETTLING` seconds; a link the member
+  closed in order is reported once the next dial says why (a member that removed this
+  node refuses it as a stranger: the line says this node was removed and what to do),
+  or after :data:`LOSS_WAIT` seconds;
 * ``members_changed`` (INFO, ``members``);
 * ``snapshot_taken`` (INFO, ``index``: the first index the log keeps).
 
@@ -37,7 +40,7 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from .background import StepObserver
-from .link_trouble import handing_over, handover_window, link_loss, said_stopping
+from .link_trouble import handing_over, handover_window, link_loss, loss_known, said_stopping
 
 if TYPE_CHECKING:
     from .node import Node
@@ -46,6 +49,9 @@ log = logging.getLogger("lazily_queue.state")
 
 #: Seconds after a member's first link in which a lost link is given time to come back.
 SETTLING = 2.0
+#: Most seconds a link closed in order waits for the next dial to say why (see
+#: :func:`~.link_trouble.loss_known`) before it is reported.
+LOSS_WAIT = 2.0
 
 
 class StateLog(StepObserver):
@@ -59,6 +65,7 @@ class StateLog(StepObserver):
         self._last: dict[str, Any] | None = None
         self._ever_linked: dict[str, float] = {}  # member -> when it was first linked
         self._settling: dict[str, float] = {}  # member -> when its lost link is reported
+        self._unexplained: dict[str, float] = {}  # member -> when its loss is reported
         self._shape: tuple[object, ...] | None = None
         #: The handover announced when the leader was lost: (from, to, when it is late).
         self._handover: tuple[str, str, float] | None = None
@@ -74,6 +81,8 @@ class StateLog(StepObserver):
         moment = self._clock()
         if self._settling:
             self._report_unsettled(moment, set(engine.connected), engine.members)
+        if self._unexplained:
+            self._report_explained(moment, set(engine.connected), engine.members)
         if self._handover is not None and moment >= self._handover[2]:
             self._report_late_handover(engine.leader_id, engine.term)
         shape = (engine.shape, driver.replica.snapshots.taken)
@@ -108,6 +117,8 @@ class StateLog(StepObserver):
                 continue
             if moment - self._ever_linked.get(member, -SETTLING) < SETTLING:
                 self._settling[member] = moment + SETTLING
+            elif not said_stopping(self.node, member) and not loss_known(self.node, member):
+                self._unexplained[member] = moment + LOSS_WAIT
             else:
                 self._lost(member)
         for member in sorted(now["linked"] - last["linked"]):
@@ -172,3 +183,13 @@ class StateLog(StepObserver):
             del self._settling[member]
             if member in members:
                 self._lost(member)
+
+    def _report_explained(self, moment: float, linked: set[str],
+                          members: Collection[str]) -> None:
+        """Report the lost links whose cause is known now, linked again (before the line
+        saying the member is back) or waited for long enough."""
+        for member, due in sorted(self._unexplained.items()):
+            if member in linked or moment >= due or loss_known(self.node, member):
+                del self._unexplained[member]
+                if member in members:
+                    self._lost(member)

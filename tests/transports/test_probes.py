@@ -279,3 +279,18 @@ def test_a_peer_that_cannot_verify_the_probers_certificate_points_at_that_certif
     assert reading.outcome.endswith("it cannot verify this node's TLS certificate: give this "
                                     "node one signed by the CA in the peer's `ca` that names "
                                     "the address the peer dials")
+
+
+async def test_a_link_dropped_mid_handshake_leaves_the_refusal_standing(
+        short_tmp: Path) -> None:
+    """A peer that refuses this node often ends its next handshakes early: the trouble
+    still says why it refuses until another reason comes."""
+    nowhere = f"unix://{short_tmp}/nowhere.sock"
+    async with member(address_for("unix", short_tmp), {2: nowhere}) as mesh:
+        link = mesh._link(2)
+        refused = "handshake failed on 'peer_id': peer 1 is not a member of this mesh"
+        link.note_trouble(refused)
+        link.note_trouble("handshake failed on 'handshake': link closed", transient=True)
+        assert mesh.trouble(2) == refused
+        link.note_trouble("unreachable: connection refused")
+        assert mesh.trouble(2) == "unreachable: connection refused"

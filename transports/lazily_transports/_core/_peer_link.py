@@ -48,7 +48,8 @@ class PeerLink:
     A link that waits to be dialed probes the peer (``lazily_transports.probe``) once it has
     been down ``probe_after`` seconds, then with backoff up to ``PROBE_MAX_INTERVAL``
     while it stays down, so that a peer refusing this node says why. ``trouble`` is
-    the last dial failure or probe outcome while the link is down (None once up).
+    the last dial failure or probe outcome while the link is down (None once up), a
+    link dropped mid-handshake leaving the reason before it standing.
     A peer never reached since ``start`` is logged once at WARNING after
     ``unreachable_after`` seconds (before, a peer starting later is routine).
     """
@@ -170,7 +171,9 @@ class PeerLink:
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
-                self.trouble, self.failed_at = str(exc), time.monotonic()
+                self.failed_at = time.monotonic()
+                self.note_trouble(str(exc), transient=isinstance(exc, HandshakeError)
+                                  and exc.field == "handshake")
                 # A refused TLS handshake is a configuration problem, not routine.
                 routine = isinstance(exc, OSError | TimeoutError) and not isinstance(
                     exc, ssl.SSLError)
@@ -215,8 +218,16 @@ class PeerLink:
                        "started: check that it runs and listens at this address",
                        doing, self.peer_id, self.address, error, waited)
 
+    def note_trouble(self, outcome: str, *, transient: bool = False) -> None:
+        """``outcome`` is why the link is down now; a ``transient`` one (the link dropped
+        mid-handshake) leaves the reason standing, such as the peer's refusal, which
+        a peer refusing this node often ends its next handshakes with."""
+        if not transient or self.trouble is None:
+            self.trouble = outcome
+
     async def _probe_once(self) -> None:
         level = logging.WARNING
+        transient = False
         sent_at = time.monotonic()
         try:
             note = await probe(self.address, self._config, **self._reach())
@@ -224,7 +235,8 @@ class PeerLink:
             if not isinstance(exc, HandshakeTimeoutError):
                 self._answered = True
             outcome = str(exc)
-            if isinstance(exc, HandshakeTimeoutError) or exc.field == "handshake":
+            transient = exc.field == "handshake"
+            if isinstance(exc, HandshakeTimeoutError) or transient:
                 level = logging.DEBUG  # transient: the peer is busy or restarting
             detail: object = exc
         except ssl.SSLError as exc:
@@ -248,7 +260,7 @@ class PeerLink:
             return
         if outcome == self.trouble:
             level = logging.DEBUG  # logged once per change
-        self.trouble = outcome
+        self.note_trouble(outcome, transient=transient)
         if level > logging.DEBUG or not outcome.startswith("unreachable"):
             logger.log(level, "probing peer %d at %s: %s", self.peer_id, self.address, detail)
 
