@@ -76,11 +76,12 @@ def loss_known(node: Node, member: str) -> bool:
     mesh = getattr(getattr(node.driver, "network", None), "mesh", None)
     try:
         peer = int(member)
-        ended_in_order = mesh is not None and mesh.last_down(peer) == CLOSED_BY_PEER
+        if mesh is None or mesh.last_down(peer) != CLOSED_BY_PEER:
+            return True
     except (ValueError, LookupError, AttributeError):
         return True
     trouble = mesh_trouble(node, peer)
-    return not ended_in_order or (trouble is not None and _DROPPED_MID_HANDSHAKE not in trouble)
+    return trouble is not None and _DROPPED_MID_HANDSHAKE not in trouble
 
 
 def said_stopping(node: Node, member: str) -> bool:

@@ -133,6 +133,7 @@ class _Replica:
 class _Driver:
     running = True
     disk_error = None
+    call_observer = None
 
     def __init__(self) -> None:
         self.replica = _Replica()
