@@ -15,6 +15,9 @@ from lazily_queue.integrations.aiohttp import setup
 from .browser import browser, chromium
 
 TOKEN = "admin-token-for-tests-0123"
+#: The page's script has run (its functions are defined once it has, as its form handlers
+#: are attached): the login form exists before, and submitted then it navigates away.
+SCRIPT_RAN = "typeof objectChoice === 'function'"
 
 
 async def test_page_purges_objects_named_dot_and_dot_dot(tmp_path: Path) -> None:
@@ -27,7 +30,7 @@ async def test_page_purges_objects_named_dot_and_dot_dot(tmp_path: Path) -> None
             for name in (".", ".."):
                 await node.queue(name).push(1)
             async with browser(str(server.make_url("/")), tmp_path / "profile") as page:
-                await page.wait_for("document.getElementById('login-form') !== null")
+                await page.wait_for(SCRIPT_RAN)
                 await page.evaluate(f"document.getElementById('admin-token').value = '{TOKEN}';"
                                     "document.getElementById('login-form').requestSubmit()")
                 await page.wait_for("document.body.classList.contains('admin')")
@@ -58,7 +61,7 @@ async def test_page_deletes_a_subscriber_after_confirming(tmp_path: Path) -> Non
             core = node.view.topic("..")
             assert core is not None
             async with browser(str(server.make_url("/")), tmp_path / "profile") as page:
-                await page.wait_for("document.getElementById('login-form') !== null")
+                await page.wait_for(SCRIPT_RAN)
                 await page.evaluate(f"document.getElementById('admin-token').value = '{TOKEN}';"
                                     "document.getElementById('login-form').requestSubmit()")
                 await page.wait_for("document.body.classList.contains('admin')")
