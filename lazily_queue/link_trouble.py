@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lazily_transports import (
     HandshakeError,
@@ -27,9 +27,14 @@ if TYPE_CHECKING:
     from .node import Node
 
 
+def _network_part(node: Node, name: str) -> Any:
+    """The node's network's attribute ``name`` (None: a network without it)."""
+    return getattr(getattr(node.driver, "network", None), name, None)
+
+
 def mesh_trouble(node: Node, peer: int) -> str | None:
     """What the node's mesh knows about why ``peer`` is not linked (say, a probe's answer)."""
-    mesh = getattr(node.driver.network, "mesh", None)
+    mesh = _network_part(node, "mesh")
     if mesh is None:
         return None
     try:
@@ -49,7 +54,7 @@ def link_loss(node: Node, member: str) -> str | None:
     """Why the node's last link to ``member`` ended and what to check (None: the node's
     network does not say); when ``member`` now refuses this node as a stranger, that
     this node was removed from the cluster."""
-    mesh = getattr(getattr(node.driver, "network", None), "mesh", None)
+    mesh = _network_part(node, "mesh")
     if mesh is None:
         return None
     try:
@@ -73,7 +78,7 @@ def loss_known(node: Node, member: str) -> bool:
     not while it was closed in order and no dial since said more than a link dropped
     mid-handshake (a member that removed this node closes its links so, and refuses the
     next one as a stranger's)."""
-    mesh = getattr(getattr(node.driver, "network", None), "mesh", None)
+    mesh = _network_part(node, "mesh")
     try:
         peer = int(member)
         if mesh is None or mesh.last_down(peer) != CLOSED_BY_PEER:
@@ -87,7 +92,7 @@ def loss_known(node: Node, member: str) -> bool:
 def said_stopping(node: Node, member: str) -> bool:
     """Whether ``member`` said on its last link to the node that it was stopping (a clean
     stop, :mod:`~lazily_queue.raft.goodbye`); for the node itself, whether it said so."""
-    goodbyes = getattr(getattr(node.driver, "network", None), "goodbyes", None)
+    goodbyes = _network_part(node, "goodbyes")
     if member == node.node_id:
         return getattr(goodbyes, "sent", None) is True
     said = getattr(goodbyes, "said", None)
@@ -99,7 +104,7 @@ def handing_over(node: Node, leader: str, term: int) -> str | None:
     :func:`handover_window` seconds ago (a transfer notice,
     :mod:`~lazily_queue.raft.transfer_notice`); for the node itself, whom it started
     handing leadership to. None: it said no such thing (or said it too long ago)."""
-    transfers = getattr(getattr(node.driver, "network", None), "transfers", None)
+    transfers = _network_part(node, "transfers")
     if not isinstance(transfers, TransferNotices):
         return None
     notice = transfers.handing if leader == node.node_id else transfers.heard.get(leader)
