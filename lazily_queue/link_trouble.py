@@ -3,7 +3,8 @@ refusals the mesh logs (and says what to change), :class:`RepeatedRefusals` keep
 log to one line per reason while the node starts, :class:`RefusalHints` adds what to
 change to the transport's refusal lines, :func:`mesh_trouble` asks the mesh
 about one peer, :func:`link_loss` why a member's link ended (:func:`loss_known`: whether
-that is known yet), :func:`said_stopping`
+that is known yet), :func:`removal` whether the members refuse this node as removed,
+:func:`said_stopping`
 whether the member said it was stopping before it ended and :func:`handing_over` whom a
 leader said it was handing leadership to."""
 
@@ -65,12 +66,49 @@ def link_loss(node: Node, member: str) -> str | None:
     if not isinstance(reason, str) or not isinstance(address, str):
         return None
     trouble = mesh_trouble(node, peer)
-    if trouble is not None and f"peer {node.node_id} is not a member of this mesh" in trouble:
+    if trouble is not None and _refuses_as_stranger(node, trouble):
         return (f"it refuses this node as not a member ({trouble}): this node was removed "
-                "from the cluster: stop it, or add it again with `lazily-queue members add "
-                f"{node.node_id} ADDRESS` on a member")
+                f"from the cluster: {removed_fix(node.node_id)}")
     return (f"its link ended ({reason}); check that node {member} runs (its own log says "
             f"why it stopped) and that this node reaches it at {address}")
+
+
+def _refuses_as_stranger(node: Node, trouble: str) -> bool:
+    """Whether a peer's ``trouble`` says it does not know this node's id."""
+    return f"peer {node.node_id} is not a member of this mesh" in trouble
+
+
+def removed_fix(node_id: str) -> str:
+    """What to do about node ``node_id``, removed from the cluster and still running."""
+    return (f"stop it, or add it again with `lazily-queue members add {node_id} ADDRESS` "
+            "on a member")
+
+
+def removal(node: Node) -> dict[str, Any] | None:
+    """Whether the other members refuse this node as not a member, as members that
+    removed it from the cluster do: ``refused_by`` (those members), ``since`` (when the
+    first of them came to, ``time.time()``; None when the mesh does not say) and ``fix``
+    (:func:`removed_fix`); None when none does."""
+    mesh = _network_part(node, "mesh")
+    if mesh is None:
+        return None
+    refused_by: list[str] = []
+    since: list[float] = []
+    for member in node.driver.replica.engine.members:
+        trouble = mesh_trouble(node, int(member)) if member.isdigit() else None
+        if member == node.node_id or trouble is None or not _refuses_as_stranger(node, trouble):
+            continue
+        refused_by.append(member)
+        try:
+            when = mesh.trouble_since(int(member))
+        except (LookupError, AttributeError):
+            continue
+        if isinstance(when, float):
+            since.append(when)
+    if not refused_by:
+        return None
+    return {"refused_by": refused_by, "since": min(since, default=None),
+            "fix": removed_fix(node.node_id)}
 
 
 def loss_known(node: Node, member: str) -> bool:

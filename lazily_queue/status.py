@@ -1,7 +1,9 @@
 """A node's status as plain JSON-ready data, and its leadership history.
 
-:func:`local_status` is :meth:`Node.status`: the replica's Raft state, the disk, and
-the queues, topics and work queues as applied here. :func:`node_status` extends it
+:func:`local_status` is :meth:`Node.status`: the replica's Raft state, the disk,
+``removed`` (the other members refuse this node as one removed from the cluster:
+:func:`~lazily_queue.link_trouble.removal`; None otherwise), and the queues, topics
+and work queues as applied here. :func:`node_status` extends it
 with a ``members`` list (role,
 connection, match index and replication lag, which only the leader knows), the
 summed depths of every queue family and, when a :class:`LeadershipClock` runs, when
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .background import StepObserver
 from .core.groups import group_lag
 from .core.work_views import WorkViews
+from .health import health
 from .object_listing import STATUS_OBJECTS, listed_sections, listed_sections_sliced, object_page
 from .replicated.view import ReadView
 from .subscriber_listing import retention_holder
@@ -76,6 +79,7 @@ def local_status(node: Node, *, objects: bool = True) -> dict[str, Any]:
     status["cluster"] = node.cluster
     status["durability"] = node.durability
     status["disk"] = journal_state(node)
+    status["removed"] = _removal(node)
     if objects:
         status.update(state_status(node.view))
     mesh = getattr(driver.network, "mesh", None)
@@ -255,16 +259,6 @@ def bare_status(node: Node, *, objects: bool = True) -> dict[str, Any]:
     return status
 
 
-#: A member this many entries behind the leader makes the cluster ``warning``.
-LAG_WARNING = 1000
-#: Term changes within this many seconds count as recent.
-RECENT_TERMS = 300.0
-
-
-#: Why a leader whose journal cannot be written may no longer lead.
-STALE_LEADER = ("this member may no longer lead: while its journal is not writable it drops "
-                "the Raft messages it receives, so the others may have elected another "
-                "leader (they name it)")
 #: The link problem of a member that said it was stopping before its links closed.
 STOPPED = "it stopped cleanly (it said so before closing its links)"
 
@@ -272,7 +266,8 @@ STOPPED = "it stopped cleanly (it said so before closing its links)"
 def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
              peers: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per member: role (``leader``, ``follower`` or ``unreachable``: a
-    member this node has no link to is never shown as a follower), reachability,
+    member this node has no link to is never shown as a follower; this node's is
+    ``removed`` when the status's ``removed`` says the others refuse it), reachability,
     match index and lag (known on the leader), its page and vitals when known, and
     ``link_problem``: why an unreachable member's link failed, as far as this node knows
     (a refused handshake, say, or :data:`STOPPED`; ``None`` otherwise), and
@@ -288,7 +283,8 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
         reachable = member == me or member in connected
         entry: dict[str, Any] = {
             "id": member,
-            "role": ("unreachable" if not reachable else
+            "role": ("removed" if member == me and status.get("removed") else
+                     "unreachable" if not reachable else
                      "leader" if member == leader else "follower"),
             "self": member == me,
             "connected": reachable,
@@ -324,6 +320,12 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
     return members
 
 
+def _removal(node: Node) -> dict[str, Any] | None:
+    from .link_trouble import removal
+
+    return removal(node)
+
+
 def _link_problem(node: Node, member: str) -> str | None:
     from .link_trouble import explained, mesh_trouble, said_stopping
 
@@ -331,50 +333,6 @@ def _link_problem(node: Node, member: str) -> str | None:
         return STOPPED
     trouble = mesh_trouble(node, int(member)) if member.isdigit() else None
     return None if trouble is None else explained(trouble)
-
-
-def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[str, Any]:
-    """The cluster's health as this node sees it: ``level`` is ``"ok"``, ``"warning"``
-    (a member lagging by :data:`LAG_WARNING` entries or more, or a term change in the
-    last :data:`RECENT_TERMS` seconds) or ``"critical"`` (a member unreachable, no
-    quorum, no leader, this node's journal not writable, and then, on a leader,
-    :data:`STALE_LEADER`, or the leader's snapshot it needs not stored; another member's
-    when its vitals say so), with the reasons."""
-    members = status["members"]
-    up = sum(1 for m in members if m["reachable"])
-    recent = [c for c in term_changes if c["time"] >= time.time() - RECENT_TERMS]
-    critical, warning = [], []
-    down = [m["id"] for m in members if not m["reachable"]]
-    if down:
-        critical.append(f"member(s) {', '.join(down)} unreachable")
-        critical.extend(f"member {m['id']}: {m['link_problem']}" for m in members
-                        if not m["reachable"] and m.get("link_problem"))
-    if not status["has_quorum"]:
-        critical.append("no quorum: writes are refused")
-    if status["leader"] is None:
-        critical.append("no leader")
-    problem = journal_problem(status["disk"])
-    if problem is not None:
-        critical.append(problem)
-    if not status["disk"]["writable"] and status.get("state") == "leader":
-        critical.append(STALE_LEADER)
-    critical.extend(f"member {m['id']}: {m['disk_problem']} (its page says so)"
-                    for m in members if not m.get("self") and m.get("disk_problem"))
-    lagging = [m["id"] for m in members if (m["lag"] or 0) >= LAG_WARNING]
-    if lagging:
-        warning.append(f"member(s) {', '.join(lagging)} lagging")
-    if recent:
-        warning.append(f"{len(recent)} term change(s) in the last {RECENT_TERMS / 60:g} min")
-    return {
-        "level": "critical" if critical else "warning" if warning else "ok",
-        "reasons": critical + warning,
-        "members_up": up,
-        "members_total": len(members),
-        "quorum": bool(status["has_quorum"]),
-        "leader": status["leader"],
-        "term": status["term"],
-        "recent_term_changes": recent,
-    }
 
 
 def plain(value: Any) -> Any:

@@ -30,6 +30,12 @@ def _disk(status: dict[str, Any]) -> str:
     return journal
 
 
+def _state(status: dict[str, Any]) -> str:
+    """The state column: the Raft state, ``REMOVED`` first when the other members refuse
+    this node as removed (the health reasons say since when and what to do)."""
+    return f"REMOVED ({status['state']})" if status.get("removed") else str(status["state"])
+
+
 def _where_lag_is(status: dict[str, Any]) -> str:
     """On a follower: where the leader, which knows the members' match index and lag,
     shows its view."""
@@ -52,7 +58,7 @@ def render(status: dict[str, Any]) -> list[Table]:
         _table(f"node {s['node']} of cluster {s['cluster']!r}",
                ("state", "leader", "term", "commit index", "applied index", "quorum",
                 "durability", "journal"),
-               [(s["state"], s["leader"], s["term"], s["commit_index"], s["last_applied"],
+               [(_state(s), s["leader"], s["term"], s["commit_index"], s["last_applied"],
                  "yes" if s["has_quorum"] else "NO", s["durability"], _disk(s))]),
         _table(f"members{_where_lag_is(s)}",
                ("id", "role", "link", "match index", "lag"),

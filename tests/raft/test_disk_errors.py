@@ -11,13 +11,14 @@ import pytest
 
 from lazily_queue import testing
 from lazily_queue.datadir import disk_problem
+from lazily_queue.health import STALE_LEADER
 from lazily_queue.node import Node
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.errors import StorageUnavailable
 from lazily_queue.raft.journal import DurableJournal
 from lazily_queue.raft.records import HEADER, decode_records
 from lazily_queue.raft.rejoin import floor_of
-from lazily_queue.status import STALE_LEADER, node_status
+from lazily_queue.status import node_status
 
 from .faulty_disk import FaultyDisk
 

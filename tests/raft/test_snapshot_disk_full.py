@@ -125,7 +125,7 @@ async def test_a_node_whose_snapshots_are_refused_logs_it_once(
 
 def test_a_leaders_snapshot_the_disk_refuses_is_shown_until_it_is_stored(
         tmp_path: Path) -> None:
-    from lazily_queue.status import health
+    from lazily_queue.health import health
 
     leader = SnapshotStore(OsDisk(sync=False), str(tmp_path / "leader.cbor"),
                            capture=lambda: {"queues": {}}, install=lambda _: None,

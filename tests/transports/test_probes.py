@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import anyio
 import pytest
@@ -19,6 +21,7 @@ from lazily_transports import (
     dial,
     probe,
 )
+from lazily_transports._core import _peer_link
 from transport_helpers import address_for, eventually, make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
@@ -294,3 +297,28 @@ async def test_a_link_dropped_mid_handshake_leaves_the_refusal_standing(
         assert mesh.trouble(2) == refused
         link.note_trouble("unreachable: connection refused")
         assert mesh.trouble(2) == "unreachable: connection refused"
+
+
+async def test_the_trouble_says_since_when_it_stands(
+        short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``trouble_since`` is when the trouble came to say what it says: a refusal repeated,
+    or a transient drop after it, leaves it; another reason moves it, the link up clears
+    it."""
+    wall = SimpleNamespace(time=lambda: 1000.0, monotonic=time.monotonic)
+    monkeypatch.setattr(_peer_link, "time", wall)
+    nowhere = f"unix://{short_tmp}/nowhere.sock"
+    async with member(address_for("unix", short_tmp), {2: nowhere}) as mesh:
+        link = mesh._link(2)
+        link.trouble = None
+        assert mesh.trouble_since(2) is None
+        refused = "handshake failed on 'peer_id': peer 1 is not a member of this mesh"
+        link.note_trouble(refused)
+        assert mesh.trouble_since(2) == 1000.0
+        wall.time = lambda: 1005.0
+        link.note_trouble(refused)
+        link.note_trouble("handshake failed on 'handshake': link closed", transient=True)
+        assert mesh.trouble_since(2) == 1000.0
+        link.note_trouble("unreachable: connection refused")
+        assert mesh.trouble_since(2) == 1005.0
+        link.trouble = None
+        assert mesh.trouble_since(2) is None

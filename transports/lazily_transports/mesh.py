@@ -227,6 +227,10 @@ class Mesh:
         """Why ``peer_id`` is not linked, as far as this side knows (None while up)."""
         return self._link(peer_id).trouble
 
+    def trouble_since(self, peer_id: int) -> float | None:
+        """When :meth:`trouble` came to say what it says (``time.time()``; None while up)."""
+        return self._link(peer_id).trouble_since
+
     def last_down(self, peer_id: int) -> str | None:
         """Why the last connection to ``peer_id`` ended, as its ``PeerDown`` said (None
         before one ended). Links end silently here: the event is how a mesh's user

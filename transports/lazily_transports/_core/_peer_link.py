@@ -49,7 +49,8 @@ class PeerLink:
     been down ``probe_after`` seconds, then with backoff up to ``PROBE_MAX_INTERVAL``
     while it stays down, so that a peer refusing this node says why. ``trouble`` is
     the last dial failure or probe outcome while the link is down (None once up), a
-    link dropped mid-handshake leaving the reason before it standing.
+    link dropped mid-handshake leaving the reason before it standing; ``trouble_since``
+    when it came to say what it says (``time.time()``; None with it).
     A peer never reached since ``start`` is logged once at WARNING after
     ``unreachable_after`` seconds (before, a peer starting later is routine).
     """
@@ -98,7 +99,8 @@ class PeerLink:
         self.up_since = self.failed_at = 0.0
         self._closed = False
         self.epoch = 0
-        self.trouble: str | None = None
+        self._trouble: str | None = None
+        self.trouble_since: float | None = None
         #: Why the last connection ended (None before one did).
         self.last_down: str | None = None
         #: Why the last authenticated link of this peer was refused (``vet``), until one
@@ -108,6 +110,16 @@ class PeerLink:
     @property
     def up(self) -> bool:
         return self._channel is not None
+
+    @property
+    def trouble(self) -> str | None:
+        return self._trouble
+
+    @trouble.setter
+    def trouble(self, outcome: str | None) -> None:
+        if outcome != self._trouble:
+            self._trouble = outcome
+            self.trouble_since = None if outcome is None else time.time()
 
     # -- sending ------------------------------------------------------------------------
 
