@@ -68,8 +68,8 @@ class DirectoryLock:
                 ) from None
             raise DataDirectoryLocked(
                 f"data directory {self.path.parent} is in use by another running node "
-                f"(pid {holder}); two nodes cannot share an id or a data directory: give "
-                f"this {owner} its own id and data directory"
+                f"(pid {holder}, as {self.path} records); two nodes cannot share an id or a "
+                f"data directory: give this {owner} its own id and data directory"
             ) from None
         except OSError:
             os.close(fd)
@@ -207,16 +207,14 @@ def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
     if unknown:
         raise DataDirectoryTooNew(
             f"data directory {shown_path(data_dir)} was last used by a newer version of "
-            f"lazily-queue (it requires the handshake features {_listed(unknown)}, which "
-            "this version does not know), whose journal and snapshot this version could "
+            f"lazily-queue ({shown_path(journal.meta_source)} records the handshake "
+            f"features {_listed(unknown)}, which this version does not know), whose "
+            "journal and snapshot this version could "
             "misread; nothing was changed. Start it with that version or a newer one: a "
             "member is not downgraded (README, \"Upgrading a cluster\")")
     if owner is not None and (owner != node_id or found != cluster):
-        raise ClusterMismatch(
-            f"data directory {data_dir} belongs to node {owner} of cluster {found!r}, but "
-            f"this is node {node_id} of cluster {cluster!r}; give every node its own data "
-            "directory"
-        )
+        raise ClusterMismatch(owner_mismatch(data_dir, journal.meta_source, meta, node_id,
+                                             cluster, undone="changed"))
     if owner is None:
         journal.set_meta("node", node_id)
         journal.set_meta("cluster", cluster)
@@ -226,6 +224,19 @@ def claim_directory(journal: DurableJournal, node_id: str, cluster: str,
         journal.set_meta(FEATURES_KEY, sorted(REQUIRED_FEATURES))
     if journal.needs_sync:
         journal.sync()
+
+
+def owner_mismatch(data_dir: str | os.PathLike[str], source: str, meta: dict[str, object],
+                   node_id: str, cluster: str, *, undone: str) -> str:
+    """Why ``data_dir``, whose metadata file ``source`` records the node and cluster
+    ``meta`` names, is not node ``node_id``'s of ``cluster``, and the fix (nothing was
+    ``undone``)."""
+    return (f"data directory {shown_path(data_dir)} belongs to node {meta.get('node')} of "
+            f"cluster {meta.get('cluster')!r} (as {shown_path(source)} records), but this "
+            f"node's `id` and `cluster` are {node_id} and {cluster!r}; nothing was {undone}. "
+            "Give every node its own data directory: set this node's `data_dir` to its own "
+            "(an empty one for a new node), or, if this directory is its own, correct its "
+            "`id` and `cluster`")
 
 
 #: What to do about a member that rejoins knowing no other member (after saying so).

@@ -30,7 +30,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
-from .datadir import DataDirectoryLocked, DirectoryLock, disk_problem
+from .datadir import (
+    ClusterMismatch,
+    DataDirectoryLocked,
+    DataDirectoryTooNew,
+    DirectoryLock,
+    disk_problem,
+)
 from .link_trouble import (
     LinkTrouble,
     RefusalHints,
@@ -210,6 +216,8 @@ class NodeService:
             await node.start()
         except DataDirectoryLocked as exc:
             raise ConfigError(f"{self.config.source}: {exc}") from None
+        except (ClusterMismatch, DataDirectoryTooNew) as exc:
+            raise type(exc)(f"{self.config.source}: {exc}") from None
         except OSError as exc:
             with contextlib.suppress(Exception):
                 await node.stop()

@@ -56,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
     lock = DirectoryLock(config.data_dir)
     try:
         lock.acquire(owner="rejoin")
-        stranger = _owner_mismatch(raft_dir, str(config.node_id), config.cluster)
+        stranger = _owner_mismatch(config.data_dir, raft_dir, str(config.node_id),
+                                   config.cluster)
         if stranger is not None:
-            print(f"error: {args.config}: {stranger}; nothing was removed: check its "
-                  "`id`, `cluster` and `data_dir`", file=sys.stderr)
+            print(f"error: {args.config}: {stranger}", file=sys.stderr)
             return 2
         if args.reset_features:
             return _reset_features(config.node_id, raft_dir)
@@ -76,22 +76,24 @@ def run(args: argparse.Namespace) -> int:
         lock.release()
 
 
-def _owner_mismatch(raft_dir: Path, node_id: str, cluster: str) -> str | None:
-    """Why ``raft_dir`` is another node's or cluster's (as its metadata records), or
-    ``None``; metadata that cannot be read is for :func:`_recover` to judge."""
+def _owner_mismatch(data_dir: Path, raft_dir: Path, node_id: str, cluster: str) -> str | None:
+    """Why ``data_dir`` is another node's or cluster's (as its metadata records), and the
+    fix, or ``None``; metadata that cannot be read is for :func:`_recover` to judge."""
+    from ..datadir import owner_mismatch
     from ..raft.disk import OsDisk
     from ..raft.journal import JournalError
     from ..raft.meta import RECORDED_AGAIN, MetaStore
 
+    store = MetaStore(OsDisk(), str(raft_dir / "journal.meta"))
     try:
-        meta = MetaStore(OsDisk(), str(raft_dir / "journal.meta")).load(dropping=RECORDED_AGAIN)
+        meta = store.load(dropping=RECORDED_AGAIN)
     except JournalError:
         return None
     owner, found = meta.get("node"), meta.get("cluster")
     if owner is None or (owner == node_id and found == cluster):
         return None
-    return (f"data directory {raft_dir.parent} belongs to node {owner} of cluster {found!r}, "
-            f"not to node {node_id} of cluster {cluster!r}")
+    return owner_mismatch(data_dir, store.read_from or store.path, meta, node_id, cluster,
+                          undone="removed")
 
 
 def _reset_features(node_id: int | str, raft_dir: Path) -> int:

@@ -116,6 +116,12 @@ class DurableJournal(_ps_journal.Journal):  # type: ignore[misc]
         self._written_index = self._durable_index = self.last_index
 
     @property
+    def meta_source(self) -> str:
+        """The metadata file :attr:`meta` was read from (:attr:`meta_path` when none
+        was there, or its copy when only that one was valid)."""
+        return self._meta_store.read_from or self.meta_path
+
+    @property
     def meta_damaged(self) -> bool:
         """A metadata copy failed its checks on opening (the next write repairs it)."""
         return self._meta_store.damaged

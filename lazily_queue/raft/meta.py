@@ -132,11 +132,13 @@ class MetaStore:
         self.repaired: list[str] = []
         #: A copy failed its checks on reading.
         self.damaged = False
+        #: The copy the last :meth:`load` read (None: there was none, defaults).
+        self.read_from: str | None = None
 
     def load(self, *, dropping: tuple[str, ...] = ()) -> dict[str, Any]:
         """The newest valid copy (defaults when there is none at all); a field in
         ``dropping`` of the wrong type is left out rather than refused."""
-        found: list[tuple[int, dict[str, Any]]] = []
+        found: list[tuple[int, str, dict[str, Any]]] = []
         problems: list[str] = []
         fields: set[str | None] = set()
         present = 0
@@ -151,7 +153,7 @@ class MetaStore:
                 problems.append(f"{path}: {exc}")
                 fields.add(exc.key if isinstance(exc, BadField) else None)
                 continue
-            found.append((sequence, meta))
+            found.append((sequence, path, meta))
         if not found:
             if present and fields & set(RECORDED_AGAIN):
                 self._refuse_fields(sorted(f for f in fields if f is not None), problems)
@@ -162,8 +164,7 @@ class MetaStore:
                     "for. Stop it and run `lazily-queue rejoin --config FILE`."
                 )
             return default_meta()
-        found.sort(key=lambda item: item[0])
-        self.sequence, meta = found[-1]
+        self.sequence, self.read_from, meta = max(found, key=lambda item: item[0])
         if problems:
             self.repaired = problems
             self.damaged = True

@@ -179,8 +179,12 @@ def test_a_data_dir_of_another_cluster(tmp_path: Path) -> None:
                                  data_dir="shared"))
     assert beta.wait_exit() == 2
     err = beta.stderr()
-    assert "belongs to node 1 of cluster 'alpha'" in err
-    assert "give every node its own data directory" in err
+    meta = tmp_path / "shared" / "raft" / "journal.meta"
+    assert err.startswith(
+        f"error: {tmp_path / 'b.toml'}: data directory {tmp_path / 'shared'} belongs to node 1 "
+        f"of cluster 'alpha' (as {meta} records), but this node's `id` and `cluster` are 1 "
+        "and 'beta'; nothing was changed. Give every node its own data directory"), err
+    assert err.count("\n") == 1, err
 
 
 def test_no_quorum_within_the_startup_timeout(tmp_path: Path) -> None:

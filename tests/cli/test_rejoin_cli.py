@@ -212,6 +212,7 @@ async def test_rejoin_refuses_another_nodes_data_directory(
     assert main(["rejoin", "--config", str(config), "--force"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"error: {config}: data directory ")
-    assert f"belongs to node 1 of cluster 'test', not to node {node_id} of cluster " \
-           f"{cluster!r}; nothing was removed" in err
+    assert f"belongs to node 1 of cluster 'test' (as {raft / 'journal.meta'} records), but " \
+           f"this node's `id` and `cluster` are {node_id} and {cluster!r}; nothing was " \
+           "removed. Give every node its own data directory: set this node's `data_dir`" in err
     assert (raft / "journal.log").read_bytes() == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -33,7 +34,9 @@ async def test_a_second_node_on_a_directory_in_use_is_refused(tmp_path: Path) ->
     await first.start()
     try:
         second = _node(tmp_path / "d", hub)
-        with pytest.raises(DataDirectoryLocked, match=r"in use by another running node \(pid"):
+        with pytest.raises(DataDirectoryLocked, match=r"in use by another running node \(pid"
+                           rf" {os.getpid()}, as {re.escape(str(tmp_path / 'd' / 'lock'))} "
+                           r"records\); two nodes cannot share"):
             await second.start()
         assert not second.running and first.running
     finally:

@@ -347,6 +347,32 @@ async def test_a_data_dir_belongs_to_one_node(tmp_path: Path) -> None:
         await other.start()
 
 
+async def test_another_nodes_data_dir_is_refused_naming_the_file_that_says_so(
+        tmp_path: Path) -> None:
+    """The refusal names the metadata file it read the other identity from (the copy,
+    when only that one is valid), both identities and the fix, and leaves the metadata
+    as it was."""
+    hub = LocalHub()
+    async with Node(1, data_dir=tmp_path / "d", network=hub.network("1"), durability="none"):
+        pass
+    meta = tmp_path / "d" / "raft" / "journal.meta"
+    for read in (meta, meta.with_name("journal.meta.b")):
+        copies = sorted(meta.parent.glob("journal.meta*"))
+        before = [path.read_bytes() for path in copies]
+        other = Node(2, cluster="beta", data_dir=tmp_path / "d", network=hub.network("2"),
+                     durability="none")
+        with pytest.raises(ClusterMismatch) as refused:
+            await other.start()
+        assert str(refused.value) == (
+            f"data directory {tmp_path / 'd'} belongs to node 1 of cluster 'lazily-queue' "
+            f"(as {read} records), but this node's `id` and `cluster` are 2 and 'beta'; "
+            "nothing was changed. Give every node its own data directory: set this node's "
+            "`data_dir` to its own (an empty one for a new node), or, if this directory is "
+            "its own, correct its `id` and `cluster`")
+        assert [path.read_bytes() for path in copies] == before
+        meta.write_bytes(b"damaged")  # the next start reads the copy
+
+
 def test_fsync_durability_needs_a_data_dir() -> None:
     with pytest.raises(ValueError, match="data_dir is required"):
         Node(1, data_dir=None)
