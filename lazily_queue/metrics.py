@@ -25,10 +25,12 @@ fed by the driver's fsync observer.
 What an SRE alerts on: ``lazily_queue_commit_seconds{op}`` (the time from proposing an
 operation on this node to its result, per kind: push, pop, claim, ack, nack, publish,
 other), ``lazily_queue_errors_total{kind}`` (no_quorum, commit_timeout,
-storage_unavailable, rejected, settlement_rejected: operations made on this node that
-failed), refused connections and handshakes, leader changes, quorum, disk free and
-the process figures (``process_*``: resident memory, CPU seconds, open file
-descriptors, start time). Every series of these exists from the first scrape (at 0).
+queued_timeout: a client's op whose timeout passed while it waited for its turn in the
+member's op scheduler, storage_unavailable, rejected, settlement_rejected: operations made
+on this node, or sent to it by its clients, that failed), refused connections and
+handshakes, leader changes, quorum, disk free and the process figures (``process_*``:
+resident memory, CPU seconds, open file descriptors, start time). Every series of these
+exists from the first scrape (at 0).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, ProcessCollector
 from prometheus_client.exposition import generate_latest
 
+from .client.fair import QueuedTimeout
 from .core.queue import CLOSE, DELAY, POP, PUSH, UNPOP
 from .metrics_gauges import StateCollector
 from .metrics_limits import LimitsCollector
@@ -84,10 +87,11 @@ _KIND_OPS = {
 OP_KINDS = {code: "other" for code in ops.OP_NAMES} | {
     code: kind for kind, codes in _KIND_OPS.items() for code in codes}
 COMMIT_KINDS = ("push", "pop", "claim", "ack", "nack", "publish", "other")
-ERROR_KINDS = ("no_quorum", "commit_timeout", "storage_unavailable", "rejected",
-               "settlement_rejected", "other")
+ERROR_KINDS = ("no_quorum", "commit_timeout", "queued_timeout", "storage_unavailable",
+               "rejected", "settlement_rejected", "other")
 _ERRORS: tuple[tuple[type[BaseException], str], ...] = (
-    (NoQuorum, "no_quorum"), (CommitTimeout, "commit_timeout"),
+    (NoQuorum, "no_quorum"), (QueuedTimeout, "queued_timeout"),
+    (CommitTimeout, "commit_timeout"),
     (StorageUnavailable, "storage_unavailable"), (ProposalRejected, "rejected"))
 
 

@@ -12,7 +12,8 @@ target (:mod:`.proposal_window`).
 
 What waits in a lane already holds its slots of the budget (memory stays bounded by
 it); a lane's ops are proposed under the session they were read under, in order; ops
-whose timeout passed while they waited are answered as not applied; a closed
+whose timeout passed while they waited are answered as not applied (reported to the
+call observer as a :class:`QueuedTimeout`); a closed
 connection's lane is dropped unproposed (its client sends them again on its next link,
 under the same sequence numbers).
 """
@@ -81,6 +82,11 @@ def fair_window(access: ClientAccess, fsync: Callable[[], float] = lambda: 0.0
 
 
 Answer = Callable[["ClientConnection", PendingOp, Any, "BaseException | None"], None]
+
+
+class QueuedTimeout(CommitTimeout):
+    """A client's op whose timeout passed while it waited for its turn here, before it
+    was proposed: it was not applied (the client reads a :class:`CommitTimeout`)."""
 
 
 class _Lane:
@@ -268,9 +274,11 @@ class OpScheduler:
                 continue
             for op in chunk[:count]:
                 if op.timeout <= waited:
-                    self._fail_op(lane.conn, op.rid, CommitTimeout(
-                        f"{ops.op_name(op.code)} waited for its turn past its timeout; it "
-                        "was not applied", applied=False))
+                    expired = QueuedTimeout(f"{ops.op_name(op.code)} waited for its turn "
+                                            "past its timeout; it was not applied",
+                                            applied=False)
+                    self._observe(op.code, read_at, None, expired)
+                    self._fail_op(lane.conn, op.rid, expired)
                     self._release(lane.conn)
                 else:
                     op.timeout -= waited

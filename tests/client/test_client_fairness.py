@@ -12,7 +12,7 @@ import pytest
 
 from lazily_queue import ClientAccess, ClientGrant, testing
 from lazily_queue.client.batching import PendingOp
-from lazily_queue.client.fair import TURN_OPS, OpScheduler
+from lazily_queue.client.fair import TURN_OPS, OpScheduler, QueuedTimeout
 from lazily_queue.client.fair_budget import FairBudget
 from lazily_queue.client.proposal_window import ProposalWindow
 from lazily_queue.raft.errors import CommitTimeout
@@ -300,7 +300,11 @@ async def test_a_request_queued_after_ops_is_made_once_they_are_proposed() -> No
 
 
 async def test_an_op_whose_timeout_passed_while_it_waited_is_answered_not_applied() -> None:
+    """... and reported to the call observer (the metrics) as a timeout in the queue."""
     s = _Scheduler(window=1)
+    seen: list[tuple[int, Any, BaseException | None]] = []
+    s.node.driver.call_observer = (  # type: ignore[assignment]
+        lambda code, _seconds, result, error: seen.append((code, result, error)))
     loop = asyncio.get_running_loop()
     now = [loop.time()]
     loop.time = lambda: now[0]  # type: ignore[method-assign]
@@ -315,6 +319,8 @@ async def test_an_op_whose_timeout_passed_while_it_waited_is_answered_not_applie
     assert len(s.proposed) == 1 and s.released == ["b"]
     assert isinstance(s.answers[-1][2], CommitTimeout)
     assert "not applied" in str(s.answers[-1][2])
+    assert seen[1:] == [(ops.QUEUE_PUSH, None, s.answers[-1][2])]  # after a's answer
+    assert isinstance(seen[1][2], QueuedTimeout)
 
 
 # -- through a member -------------------------------------------------------------------------

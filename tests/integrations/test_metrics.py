@@ -9,6 +9,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from lazily_queue import testing
+from lazily_queue.client.fair import QueuedTimeout
 from lazily_queue.core.queue import QueuePopError
 from lazily_queue.errors import SettlementRejected
 from lazily_queue.metrics import COMMIT_KINDS, OP_KINDS, NodeMetrics
@@ -199,6 +200,24 @@ async def test_what_an_sre_alerts_on(tmp_path: Path) -> None:
     finally:
         for node in nodes:
             await node.stop()
+
+
+async def test_a_client_op_timed_out_in_the_members_queue_is_counted_as_such() -> None:
+    """What the op scheduler reports of a client's op whose timeout passed before its
+    turn counts as ``queued_timeout``, a series there from the first scrape."""
+    async with testing.cluster(1) as cluster:
+        node = next(iter(cluster.nodes.values()))
+        m = NodeMetrics(node)
+        m.render()
+        assert value(m, "lazily_queue_errors_total", kind="queued_timeout") == 0
+        observer = node.driver.call_observer
+        assert observer is not None
+        observer(ops.QUEUE_PUSH, 5.0, None, QueuedTimeout("queue_push waited for its turn "
+                                                          "past its timeout", applied=False))
+        observer(ops.QUEUE_PUSH, 5.0, None, CommitTimeout("did not commit", applied=None))
+        assert value(m, "lazily_queue_errors_total", kind="queued_timeout") == 1
+        assert value(m, "lazily_queue_errors_total", kind="commit_timeout") == 1
+        assert value(m, "lazily_queue_commit_seconds_count", op="push") == 0
 
 
 async def test_every_topic_publish_is_counted_with_or_without_subscribers() -> None:
