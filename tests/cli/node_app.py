@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +25,33 @@ async def run(node: Node, options: dict[str, Any]) -> None:
 
 
 async def pump(node: Node, options: dict[str, Any]) -> None:
-    """Push 0, 1, 2, ... into queue ``q`` until stopped, printing each outcome."""
+    """Push 0, 1, 2, ... into queue ``q`` until stopped, printing ``acked I`` or
+    ``refused I unknown|not-applied`` (a :class:`StorageUnavailable`) for each."""
     from lazily_queue.raft.errors import StorageUnavailable
 
+    await _push_forever(node, "q", StorageUnavailable, lambda i, exc: (
+        f"refused {i} {'unknown' if 'unknown' in str(exc) else 'not-applied'}"),
+        after_refusal=0.05)
+
+
+async def _push_forever(node: Node, name: str, refused: type[Exception],
+                        refusal: Callable[[int, Exception], str], *,
+                        after_refusal: float = 0.0, every: float = 0.0) -> None:
+    """Push 0, 1, 2, ... into queue ``name`` until stopped, printing ``acked I``, or
+    ``refusal(I, exc)`` for a push that raised ``refused``; pausing ``after_refusal``
+    seconds after such a push and ``every`` seconds after each."""
     await node.wait_for_leader()
-    q = node.queue("q")
-    i = 0
-    while True:
+    q = node.queue(name)
+    for i in itertools.count():
         try:
             await q.push(i)
-        except StorageUnavailable as exc:
-            print(f"refused {i} {'unknown' if 'unknown' in str(exc) else 'not-applied'}",
-                  flush=True)
-            await asyncio.sleep(0.05)
+        except refused as exc:
+            print(refusal(i, exc), flush=True)
+            await asyncio.sleep(after_refusal)
         else:
             print(f"acked {i}", flush=True)
-        i += 1
+        if every:
+            await asyncio.sleep(every)
 
 
 async def load(node: Node, options: dict[str, Any]) -> None:
@@ -151,15 +164,5 @@ async def probe(node: Node, options: dict[str, Any]) -> None:
     ``failed TYPE: MESSAGE`` for each."""
     from lazily_queue.errors import OperationFailed
 
-    await node.wait_for_leader()
-    own = node.queue("own")
-    i = 0
-    while True:
-        try:
-            await own.push(i)
-        except OperationFailed as exc:
-            print(f"failed {type(exc).__name__}: {exc}", flush=True)
-        else:
-            print(f"acked {i}", flush=True)
-        i += 1
-        await asyncio.sleep(0.5)
+    await _push_forever(node, "own", OperationFailed,
+                        lambda _i, exc: f"failed {type(exc).__name__}: {exc}", every=0.5)
