@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import secrets
 import zlib
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Iterable
 
 #: Client session ids are above this (a member's are at most this).
@@ -43,43 +43,47 @@ def new_session_id(name: str) -> int:
 class ClientSessions:
     """How many client sessions each owner holds in a table kept oldest-seen first.
 
-    ``most`` is the most any one owner holds (what :meth:`victim` looks for), kept as
-    sessions open and drop: ``holding`` maps a count to the owners holding that many,
-    and ``order`` holds each owner's sessions in the table's order (the caller reports
-    a session seen, moved to the table's end, with :meth:`seen`)."""
+    ``order`` holds each owner's sessions in the table's order (the caller reports a
+    session seen, moved to the table's end, with :meth:`seen`), so an owner holds as
+    many as its entry lists (:meth:`held`); ``most`` is the most any one owner holds
+    (what :meth:`victim` looks for), kept as sessions open and drop: ``holding`` maps a
+    count to the owners holding that many."""
 
-    __slots__ = ("by_owner", "holding", "most", "order", "total")
+    __slots__ = ("holding", "most", "order", "total")
 
     def __init__(self) -> None:
-        self.by_owner: Counter[int] = Counter()
         self.holding: dict[int, set[int]] = {}
         self.order: dict[int, OrderedDict[int, None]] = {}
         self.most = 0
         self.total = 0
 
+    def held(self, owner: int) -> int:
+        """How many client sessions ``owner`` holds."""
+        order = self.order.get(owner)
+        return 0 if order is None else len(order)
+
     def opened(self, sid: int) -> None:
         owner = owner_of(sid)
-        held = self.by_owner[owner]
-        self.by_owner[owner] = held + 1
+        order = self.order.setdefault(owner, OrderedDict())
+        held = len(order)
+        order[sid] = None
         if held:
             self._left(held, owner)
         self.holding.setdefault(held + 1, set()).add(owner)
-        self.order.setdefault(owner, OrderedDict())[sid] = None
         if held == self.most:
             self.most = held + 1
         self.total += 1
 
     def dropped(self, sid: int) -> None:
         owner = owner_of(sid)
-        held = self.by_owner[owner]
-        left = held - 1
         order = self.order[owner]
+        held = len(order)
+        left = held - 1
         del order[sid]
         if left:
-            self.by_owner[owner] = left
             self.holding.setdefault(left, set()).add(owner)
         else:
-            del self.by_owner[owner], self.order[owner]
+            del self.order[owner]
         self._left(held, owner)
         if held == self.most and held not in self.holding:
             self.most = left
@@ -101,7 +105,6 @@ class ClientSessions:
     def rebuild(self, sids: Iterable[int]) -> None:
         """Count again from a table's session ids, oldest seen first (after a snapshot
         was installed)."""
-        self.by_owner.clear()
         self.holding.clear()
         self.order.clear()
         self.most = 0
@@ -120,6 +123,6 @@ class ClientSessions:
             for owner in top:
                 return next(iter(self.order[owner]))
         for sid in sids:  # owners tied: the first of theirs in the table
-            if sid > CLIENT_SESSION_BASE and self.by_owner[owner_of(sid)] == most:
+            if sid > CLIENT_SESSION_BASE and self.held(owner_of(sid)) == most:
                 return sid
         raise LookupError("no client session to drop")

@@ -41,7 +41,7 @@ def table_sizes(sm: StateMachine) -> dict[str, dict[str, Any]]:
     owners = sm.ephemeral_owners
     return {
         "client_sessions": {"count": sm.client_counts.total, "limit": sessions_limit,
-                            "clients": len(sm.client_counts.by_owner),
+                            "clients": len(sm.client_counts.order),
                             "most_per_client": sm.client_counts.most},
         "ended_sessions": {"count": len(sm.ended), "limit": ENDED_KEPT,
                            "kept_ms": SESSION_TTL_MS},

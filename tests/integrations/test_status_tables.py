@@ -179,19 +179,17 @@ class _Unwalkable(dict[Any, Any]):
 
 
 def test_the_sizes_are_read_without_walking_a_table() -> None:
-    from collections import Counter, OrderedDict
+    from collections import OrderedDict
 
     from lazily_queue.replicated.state_machine import StateMachine
     from lazily_queue.replicated.view import ReadView
-
-    class UnwalkableCounter(_Unwalkable, Counter[Any]):
-        pass
 
     class UnwalkableOrdered(_Unwalkable, OrderedDict[Any, Any]):
         pass
 
     sm = StateMachine()
-    sm.client_counts.by_owner = UnwalkableCounter({1: 2, 2: 1})
+    sm.client_counts.order = _Unwalkable({1: OrderedDict.fromkeys((11, 12)),
+                                          2: OrderedDict.fromkeys((21,))})
     sm.client_counts.total = 3
     sm.client_counts.most = 2
     sm.sessions = UnwalkableOrdered()

@@ -54,7 +54,7 @@ MUTATIONS = [
     Mutation(
         "client-sessions-evicted-regardless-of-owner",
         "lazily_queue/replicated/client_sessions.py",
-        "            if sid > CLIENT_SESSION_BASE and self.by_owner[owner_of(sid)] == most:\n",
+        "            if sid > CLIENT_SESSION_BASE and self.held(owner_of(sid)) == most:\n",
         "            if sid > CLIENT_SESSION_BASE:\n",
         ("tests/replicated/test_client_sessions.py::"
          "test_a_client_opening_sessions_without_end_only_drops_its_own",),

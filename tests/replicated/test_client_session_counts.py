@@ -16,20 +16,27 @@ from lazily_queue.replicated.client_sessions import (
     OWNER_SHIFT,
     ClientSessions,
     new_session_id,
+    owner_of,
 )
 from lazily_queue.replicated.state_machine import StateMachine
 from lazily_queue.replicated.table_sizes import table_sizes
 
 
-def _counted_again(counts: ClientSessions) -> tuple[int, Counter[int]]:
-    return max(counts.by_owner.values(), default=0), Counter(counts.by_owner.values())
+def _per_owner(table: list[int]) -> Counter[int]:
+    return Counter(owner_of(sid) for sid in table if sid > CLIENT_SESSION_BASE)
 
 
-def _scanned(counts: ClientSessions, table: list[int]) -> int:
+def _counted_again(table: list[int]) -> tuple[int, Counter[int]]:
+    held = _per_owner(table)
+    return max(held.values(), default=0), Counter(held.values())
+
+
+def _scanned(table: list[int]) -> int:
     """The victim as a walk of the whole table finds it."""
-    most = max(counts.by_owner.values())
+    held = _per_owner(table)
+    most = max(held.values())
     return next(sid for sid in table if sid > CLIENT_SESSION_BASE
-                and counts.by_owner[sid >> OWNER_SHIFT & 0xFFFF] == most)
+                and held[owner_of(sid)] == most)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -55,10 +62,15 @@ def test_the_counts_and_the_victim_follow_opens_sightings_drops_and_rebuilds(
         else:
             counts.rebuild([*table, 7])  # a member's session id is not counted
         assert (counts.most, Counter({k: len(v) for k, v in counts.holding.items()})
-                ) == _counted_again(counts)
+                ) == _counted_again(table)
         assert counts.total == len(table)
+        assert {owner: counts.held(owner) for owner in range(6)} == {
+            owner: _per_owner(table)[owner] for owner in range(6)}
+        assert {owner: list(sids) for owner, sids in counts.order.items()} == {
+            owner: [sid for sid in table if sid > CLIENT_SESSION_BASE and owner_of(sid) == owner]
+            for owner in _per_owner(table)}
         if table:
-            assert counts.victim(table) == _scanned(counts, table)
+            assert counts.victim(table) == _scanned(table)
 
 
 class _NotWalked:

@@ -49,7 +49,7 @@ def test_a_registered_id_is_new_at_every_registration_and_tagged_with_its_client
     assert len({first, again, other}) == 3
     assert all(sid >= REGISTERED_BASE and sid in sm.sessions for sid in (first, again, other))
     assert owner_of(first) == owner_of(again) == WEB and owner_of(other) == owner_tag("mobile")
-    assert sm.client_counts.by_owner[WEB] == 2
+    assert sm.client_counts.held(WEB) == 2
 
 
 def test_a_nonce_sets_the_key_once_and_ids_hide_the_count() -> None:
