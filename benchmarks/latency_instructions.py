@@ -36,7 +36,6 @@ import gc
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +45,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: The parts of a tree measured: PYTHONPATH puts each tree's first, ROOT after them.
+TREE = ("lazily_queue", "transports")
+sys.path.append(str(ROOT))
+from benchmarks.tree_copies import callgrind_totals, copy_here, export  # noqa: E402
+
 PAYLOAD = b"x" * 100
 STRETCH = 50.0
 #: A period (seconds) no run reaches: a timer set to it never fires.
@@ -171,16 +175,6 @@ def _middle(values: list[float]) -> float:
     return sum(kept) / len(kept)
 
 
-def _totals(out_dir: Path) -> dict[int, int]:
-    found: dict[int, int] = {}
-    for path in out_dir.glob("cg.*.*"):
-        match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.M)
-        if match is None:
-            raise SystemExit(f"no instruction total in {path}")
-        found[int(path.name.rsplit(".", 1)[1])] = int(match.group(1))
-    return found
-
-
 def measure(tree: Path, figure: str, count: int, work: Path) -> dict[str, Any]:
     """Instructions, loop turns and callbacks per push of ``figure`` on ``tree``."""
     out_dir = Path(tempfile.mkdtemp(dir=work))
@@ -195,7 +189,7 @@ def measure(tree: Path, figure: str, count: int, work: Path) -> dict[str, Any]:
     if done.returncode != 0:
         raise SystemExit(f"the run on {tree} failed:\n{done.stdout[-2000:]}\n"
                          f"{done.stderr[-3000:]}")
-    totals = _totals(out_dir)
+    totals = callgrind_totals(out_dir, "cg.*.*")
     # dump 1: before the first marker; dump k + 1: the k-th push
     if sorted(totals) != list(range(1, count + 2)):
         raise SystemExit(f"the run on {tree} dumped {len(totals)} times, not {count + 1}")
@@ -205,26 +199,6 @@ def measure(tree: Path, figure: str, count: int, work: Path) -> dict[str, Any]:
     report["instructions"] = _middle([totals[k] for k in range(2, count + 2)])
     shutil.rmtree(out_dir, ignore_errors=True)
     return report
-
-
-def export(rev: str, work: Path) -> Path:
-    """The tree of ``rev`` (this repository's), exported into ``work``."""
-    target = work / "tree-base"
-    target.mkdir()
-    archive = subprocess.run(["git", "archive", rev, "lazily_queue", "transports"], cwd=ROOT,
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return target
-
-
-def copy_here(work: Path) -> Path:
-    """This checkout's ``lazily_queue`` and ``transports`` as they are (uncommitted changes
-    too), copied into ``work`` beside the base: both trees measured from alike places."""
-    target = work / "tree-this"
-    for part in ("lazily_queue", "transports"):
-        shutil.copytree(ROOT / part, target / part,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    return target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="latency-instructions-"))
     rows: dict[str, Any] = {}
     try:
-        base_tree, this_tree = export(args.base, work), copy_here(work)
+        base_tree, this_tree = export(args.base, work, TREE), copy_here(work, TREE)
         for figure, (members, _, _) in FIGURES.items():
             count = args.pushes if members == 1 else max(1, args.pushes // 2)
             base = measure(base_tree, figure, count, work)

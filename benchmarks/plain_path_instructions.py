@@ -35,6 +35,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: The parts of a tree measured: PYTHONPATH puts each tree's first, ROOT after them.
+TREE = ("lazily_queue",)
+sys.path.append(str(ROOT))
+from benchmarks.tree_copies import callgrind_totals, copy_here, export  # noqa: E402
 
 #: figure -> (plain_path function, units per call argument, the argument at scale 1).
 FIGURES: dict[str, tuple[str, int, int]] = {
@@ -86,17 +90,6 @@ def child(scale: int, only: list[str]) -> None:
     print(json.dumps({"lazily_queue": lazily_queue.__file__, "figures": dumps}))
 
 
-def _totals(out_dir: Path, pid: int) -> dict[int, int]:
-    found: dict[int, int] = {}
-    for path in out_dir.glob(f"cg.{pid}.*"):
-        number = int(path.name.rsplit(".", 1)[1])
-        match = re.search(r"^(?:summary|totals): (\d+)", path.read_text(), re.M)
-        if match is None:
-            raise SystemExit(f"no instruction total in {path}")
-        found[number] = int(match.group(1))
-    return found
-
-
 def measure(tree: Path, scale: int, work: Path, only: list[str]) -> dict[str, float]:
     """Instructions per element of each figure with ``tree``'s ``lazily_queue``."""
     out_dir = Path(tempfile.mkdtemp(dir=work))
@@ -113,7 +106,7 @@ def measure(tree: Path, scale: int, work: Path, only: list[str]) -> dict[str, fl
     pid_match = re.search(r"==(\d+)== Callgrind", done.stderr)
     if pid_match is None:
         raise SystemExit(f"no callgrind output from the run on {tree}:\n{done.stderr[-2000:]}")
-    totals = _totals(out_dir, int(pid_match.group(1)))
+    totals = callgrind_totals(out_dir, f"cg.{pid_match.group(1)}.*")
     report = json.loads(done.stdout.strip().splitlines()[-1])
     if not Path(report["lazily_queue"]).resolve().is_relative_to(tree.resolve()):
         raise SystemExit(f"the run on {tree} imported {report['lazily_queue']}")
@@ -122,33 +115,6 @@ def measure(tree: Path, scale: int, work: Path, only: list[str]) -> dict[str, fl
         small, large = (totals[n] for n in spec["dumps"])
         per_element[name] = (large - small) / (spec["units"][1] - spec["units"][0])
     return per_element
-
-
-def export(rev: str, work: Path) -> Path:
-    """The tree of ``rev`` (this repository's), exported into ``work``."""
-    target = work / "tree-base"
-    target.mkdir()
-    archive = subprocess.run(["git", "archive", rev, "lazily_queue"], cwd=ROOT,
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return _compiled(target)
-
-
-def copy_here(work: Path) -> Path:
-    """This checkout's ``lazily_queue`` as it is (uncommitted changes too), copied into
-    ``work`` beside the base: both trees measured from alike places, alike compiled."""
-    target = work / "tree-this"
-    shutil.copytree(ROOT / "lazily_queue", target / "lazily_queue",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    return _compiled(target)
-
-
-def _compiled(target: Path) -> Path:
-    # compiled here, not under callgrind: an uncompiled tree (or PYTHONDONTWRITEBYTECODE)
-    # would compile every imported module inside the measured process, at callgrind's pace
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(target)], check=True,
-                   stdout=subprocess.DEVNULL)
-    return target
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     work = Path(tempfile.mkdtemp(prefix="plain-path-instructions-"))
     try:
-        base = measure(export(args.base, work), args.scale, work, only)
-        this = measure(copy_here(work), args.scale, work, only)
+        base = measure(export(args.base, work, TREE, compiled=True), args.scale, work, only)
+        this = measure(copy_here(work, TREE, compiled=True), args.scale, work, only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"instructions per element, base {args.base} vs this tree (scale {args.scale})")
