@@ -57,7 +57,9 @@ MUTATIONS = [
         "            if sid > CLIENT_SESSION_BASE and self.held(owner_of(sid)) == most:\n",
         "            if sid > CLIENT_SESSION_BASE:\n",
         ("tests/replicated/test_client_sessions.py::"
-         "test_a_client_opening_sessions_without_end_only_drops_its_own",),
+         "test_a_client_opening_sessions_without_end_only_drops_its_own",
+         "tests/replicated/test_client_session_counts.py::"
+         "test_the_counts_and_the_victim_follow_opens_sightings_drops_and_rebuilds"),
         "a client opening sessions without end only drops its own, never another's"),
     Mutation(
         "group-not-fed", "lazily_queue/replicated/topics.py",
