@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +61,27 @@ class WebRTCConfig:
     signaling_token_file: Path | None = None
 
 
+#: How alike an unknown key and a known one are (difflib's ratio) for the message to
+#: name the known one as what was meant: ``data_dirr`` and ``peer`` are, ``colour`` and
+#: ``cluster`` are not.
+CLOSE = 0.75
+
+
 def refuse_unknown_keys(table: dict[str, Any], known: frozenset[str] | set[str], where: str,
                         fail: Fail) -> None:
     """Fail naming every key of ``table`` not in ``known`` (``where``: the table, or
-    ``""`` for the top level), and the known ones."""
+    ``""`` for the top level), the known key each is likely a misspelling of, and the
+    known ones."""
     unknown = sorted(set(table) - known)
     if unknown:
         prefix = f"{where}: " if where else ""
-        raise fail(f"{prefix}unknown key(s) {', '.join(unknown)}; the known keys are "
+        named = ", ".join(
+            (key if key.isidentifier() else shown(key))
+            + (f" (did you mean {close[0]}?)"
+               if (close := get_close_matches(key, sorted(known), n=1, cutoff=CLOSE))
+               else "")
+            for key in unknown)
+        raise fail(f"{prefix}unknown key(s) {named}; the known keys are "
                    f"{', '.join(sorted(known))}")
 
 
