@@ -19,8 +19,9 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import shown
 from ..small_files import CredentialFileError, read_credential_text
 
 DEFAULT_TOKEN_ENV = "LAZILY_ADMIN_TOKEN"
@@ -90,9 +91,14 @@ def refuse_port_zero(source: str, http: tuple[str, int] | None) -> None:
                        "with the address its `ready` line printed (http=...)", 2)
 
 
+#: The status document's path, which a node's address given as its page's ends with.
+STATUS_PAGE = "/status.json"
+
+
 def node_url(url: str) -> str:
-    """``url`` with ``http://`` when it has no scheme; a malformed one raises
-    :class:`CliError` (usage, status 2)."""
+    """``url`` with ``http://`` when it has no scheme, and without :data:`STATUS_PAGE`
+    when it ends with it (the address of the node's status document); a malformed one,
+    or one with a query or fragment, raises :class:`CliError` (usage, status 2)."""
     if "://" not in url:
         url = "http://" + url
     try:
@@ -101,11 +107,16 @@ def node_url(url: str) -> str:
     except ValueError as exc:
         problem = str(exc)
     else:
-        problem = "" if parts.scheme in ("http", "https") and parts.hostname else \
-            "not an http:// or https:// address"
+        problem = ("not an http:// or https:// address"
+                   if parts.scheme not in ("http", "https") or not parts.hostname
+                   else "a node's address has no query (?) or fragment (#)"
+                   if parts.query or parts.fragment or url.endswith(("?", "#")) else "")
     if problem:
-        raise CliError(f"--url {url!r}: {problem}; give the node's `http` address, e.g. "
+        raise CliError(f"--url {shown(url)}: {problem}; give the node's `http` address, e.g. "
                        "http://127.0.0.1:8101", 2)
+    path = parts.path.rstrip("/")
+    if path.endswith(STATUS_PAGE):
+        return urlunsplit(parts._replace(path=path.removesuffix(STATUS_PAGE)))
     return url
 
 

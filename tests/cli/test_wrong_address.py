@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lazily_queue.cli import main
+from lazily_queue.cli.admin_client import node_url
 from tests.canned_server import canned_server
 
 #: What a node's Raft or client port sends first: not an HTTP status line.
@@ -169,3 +170,28 @@ def test_paging_the_status_without_a_kind_says_to_add_one(
     assert main(["status", "--url", "http://127.0.0.1:1", *paging]) == 2
     assert capsys.readouterr().err == ("error: --offset and --prefix page a listing of objects: "
                                        "add --kind queues, topics or work_queues\n")
+
+
+@pytest.mark.parametrize(("given", "used"), [
+    ("http://127.0.0.1:8101/status.json", "http://127.0.0.1:8101"),
+    ("127.0.0.1:8101/status.json/", "http://127.0.0.1:8101"),
+    ("https://lq.example/cluster/status.json", "https://lq.example/cluster"),
+    ("http://127.0.0.1:8101/cluster/", "http://127.0.0.1:8101/cluster/"),
+])
+def test_the_status_documents_address_is_the_nodes(given: str, used: str) -> None:
+    """Pasted from the browser, the status document's address names its node."""
+    assert node_url(given) == used
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8101?x=1", "http://127.0.0.1:8101#top",
+                                 "http://127.0.0.1:8101/?"])
+@pytest.mark.parametrize("command", [("status",), ("members", "list")])
+def test_an_address_with_a_query_or_fragment_is_refused_in_one_line(
+    url: str, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", url]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: --url {url!r}: a node's address has no query (?) or fragment "
+                   "(#); give the node's `http` address, e.g. http://127.0.0.1:8101\n")
