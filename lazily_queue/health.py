@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -69,10 +70,12 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
 
 def removed_reason(removed: dict[str, Any]) -> str:
     """The health reason of a node the other members refuse as removed (a status's
-    ``removed``)."""
-    since = removed.get("since")
-    when = "" if since is None else time.strftime(" since %Y-%m-%d %H:%M:%S UTC",
-                                                  time.gmtime(since))
-    return (f"this node was removed from the cluster: member(s) "
-            f"{', '.join(removed['refused_by'])} refuse it as not a member{when}: "
-            f"{removed['fix']}")
+    ``removed``, as read from JSON: a field of another shape is left out)."""
+    since, by, fix = removed.get("since"), removed.get("refused_by"), removed.get("fix")
+    when = ""
+    if isinstance(since, int | float) and not isinstance(since, bool):
+        with contextlib.suppress(ValueError, OverflowError, OSError):  # NaN, out of range
+            when = time.strftime(" since %Y-%m-%d %H:%M:%S UTC", time.gmtime(since))
+    members = ", ".join(map(str, by)) if isinstance(by, list) else "the others"
+    return (f"this node was removed from the cluster: member(s) {members} refuse it as not "
+            f"a member{when}" + (f": {fix}" if isinstance(fix, str) else ""))

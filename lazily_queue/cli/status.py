@@ -11,6 +11,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from ..health import removed_reason
 from .admin_client import CliError, node_url, position, proxy_note, refuse_port_zero, seconds
 
 
@@ -31,8 +32,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", action="store_true", help="print the raw JSON document")
     parser.add_argument("--timeout", type=seconds, default=5.0, help="seconds (default 5)")
     parser.add_argument("--require-leader", action="store_true",
-                        help="exit with status 3 while the node knows no leader, or reaches no "
-                             "majority of the members")
+                        help="exit with status 3 while the node knows no leader, reaches no "
+                             "majority of the members, or was removed from the cluster")
     parser.add_argument("--kind", choices=("queues", "topics", "work_queues"),
                         help="list every object of this kind by name, a page at a time "
                              "(GET /objects.json), instead of the status (which lists the "
@@ -93,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
 
         # Piped or redirected output is read whole (grep, a log): no column is cut.
         Console(width=None if sys.stdout.isatty() else 240).print(*render(status))
+    removed = status.get("removed")
+    if args.require_leader and isinstance(removed, dict):
+        print(f"error: {removed_reason(removed)}", file=sys.stderr)
+        return 3
     if args.require_leader and not status.get("has_quorum", True):
         leader = _leader(status)
         why = ("no leader can be elected" if leader is None

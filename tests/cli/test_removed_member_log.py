@@ -69,6 +69,13 @@ def test_a_removed_member_left_running_says_it_was_removed(tmp_path: Path) -> No
             shown.stdout
         assert " removed " in next(line for line in shown.stdout.splitlines()
                                    if "(this node)" in line), shown.stdout
+        required = subprocess.run([*CLI, "status", "--url", str(victim.url),
+                                   "--require-leader"], capture_output=True, text=True,
+                                  timeout=60)
+        assert required.returncode == 3, required.stderr
+        assert required.stderr.startswith("error: this node was removed from the cluster: "), \
+            required.stderr
+        assert required.stderr.count("\n") == 1 and fix in required.stderr, required.stderr
     finally:
         for proc in procs.values():
             proc.terminate()

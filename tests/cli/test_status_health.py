@@ -60,3 +60,17 @@ def test_the_health_table_has_one_row_per_reason_not_repeating_the_link_column()
     assert all(not title.startswith("health") for title, _ in
                _rows(_status(level="ok", reasons=[])))
     assert all(not title.startswith("health") for title, _ in _rows(_status()))
+
+
+def test_the_removed_reason_reads_any_json_without_failing() -> None:
+    """A status read over HTTP may hold fields of other shapes: each is left out."""
+    from lazily_queue.health import removed_reason
+
+    fix = "stop it, or add it again with `lazily-queue members add 4 ADDRESS` on a member"
+    assert removed_reason({"refused_by": ["1", "2"], "since": 0.0, "fix": fix}) == (
+        "this node was removed from the cluster: member(s) 1, 2 refuse it as not a member "
+        f"since 1970-01-01 00:00:00 UTC: {fix}")
+    for odd in ({}, {"since": 1e300, "refused_by": "1"}, {"since": "x", "fix": 5},
+                {"since": float("nan"), "refused_by": None}):
+        assert removed_reason(odd) == ("this node was removed from the cluster: member(s) "
+                                       "the others refuse it as not a member"), odd
