@@ -39,19 +39,24 @@ class Unreachable(CliError):
     """The node could not be connected to: nothing was asked of it."""
 
     def __init__(self, url: str, reason: object) -> None:
-        super().__init__(f"cannot reach {url}: {reason}{proxy_note(url)}; is the node running "
-                         "with `http` set to this address?")
+        super().__init__(f"cannot reach {url}: {reason}{reach_note(url, reason)}; is the node "
+                         "running with `http` set to this address?")
         self.reason = reason
 
 
-def proxy_note(url: str) -> str:
-    """What to add to a failure to reach ``url`` when urllib went through a proxy the
-    environment names for it (``""`` when it did not)."""
+def reach_note(url: str, error: object) -> str:
+    """What to add to ``error``, a failure to reach ``url``: that urllib went through a
+    proxy the environment names for it, and that an https:// address reached a plain
+    HTTP server (``""`` when neither)."""
     parts = urlsplit(url)
+    note = ""
+    if parts.scheme == "https" and "WRONG_VERSION_NUMBER" in str(error):
+        plain = urlunsplit(parts._replace(scheme="http"))
+        note = f" (it answers plain HTTP, not TLS: give {plain})"
     proxy = urllib.request.getproxies().get(parts.scheme)
     if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
-        return ""
-    return (f" (asked through the proxy {proxy} that {parts.scheme}_proxy names: add "
+        return note
+    return (f"{note} (asked through the proxy {proxy} that {parts.scheme}_proxy names: add "
             f"{parts.hostname} to no_proxy to reach the node directly)")
 
 

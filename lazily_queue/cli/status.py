@@ -12,7 +12,7 @@ import urllib.request
 from typing import Any
 
 from ..health import removed_reason
-from .admin_client import CliError, node_url, position, proxy_note, refuse_port_zero, seconds
+from .admin_client import CliError, node_url, position, reach_note, refuse_port_zero, seconds
 
 
 def register(subparsers: Any) -> None:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         status = fetch_status(url, timeout=args.timeout)
     except OSError as exc:
-        print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}{proxy_note(url)}; is "
+        print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}{reach_note(url, exc)}; is "
               "the node running with `http` set to this address?", file=sys.stderr)
         return 1
     except (http.client.HTTPException, ValueError) as exc:
@@ -133,7 +133,7 @@ def _objects(url: str, args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"error: cannot read {target}: {exc}{proxy_note(url)}; is the node running with "
+        print(f"error: cannot read {target}: {exc}{reach_note(url, exc)}; is the node running with "
               "`http` set to this address?", file=sys.stderr)
         return 1
     except (http.client.HTTPException, ValueError) as exc:

@@ -195,3 +195,17 @@ def test_an_address_with_a_query_or_fragment_is_refused_in_one_line(
     err = capsys.readouterr().err
     assert err == (f"error: --url {url!r}: a node's address has no query (?) or fragment "
                    "(#); give the node's `http` address, e.g. http://127.0.0.1:8101\n")
+
+
+@pytest.mark.parametrize("command", [("status",), ("status", "--kind", "queues"),
+                                     ("queue", "list")])
+def test_an_https_address_of_a_plain_http_node_says_to_give_http(
+    web_page: str, command: tuple[str, ...], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    https = web_page.replace("http://", "https://")
+    assert main([*command, "--url", https, "--timeout", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert f"(it answers plain HTTP, not TLS: give {web_page})" in err, err
