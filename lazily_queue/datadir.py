@@ -108,7 +108,10 @@ def disk_problem(exc: OSError) -> str:
     if code in (errno.ENOSPC, errno.EDQUOT):
         fix = "free space on its file system"
     elif code in (errno.EACCES, errno.EPERM):
-        fix = f"give the user running it (uid {os.geteuid()}) write access to the directory"
+        fix = f"give the user running it (uid {os.geteuid()}) " + (
+            "read and write access to that file, and write access to its directory"
+            if exc.filename and os.path.isfile(exc.filename)
+            else "write access to the directory")
     elif code == errno.EROFS:
         fix = "remount its file system read-write or choose another data_dir"
     elif code == errno.ENAMETOOLONG:

@@ -365,3 +365,21 @@ async def test_a_leader_whose_disk_fills_says_it_may_no_longer_lead(tmp_path: Pa
         await _until(lambda: first.status()["disk"]["writable"])
         await _until(lambda: not first.is_leader)
         assert STALE_LEADER not in node_status(first)["health"]["reasons"]
+
+
+@pytest.mark.parametrize("kind", ["file", "directory"])
+def test_a_file_or_directory_refused_to_this_user_says_which_access_to_give(
+        tmp_path: Path, kind: str) -> None:
+    """A metadata file this user may not read needs access to it, not only to its
+    directory."""
+    path = tmp_path / ("journal.meta" if kind == "file" else "raft")
+    if kind == "file":
+        path.write_bytes(b"x")
+    else:
+        path.mkdir()
+    refused = PermissionError(13, "Permission denied", str(path))
+    problem = disk_problem(refused)
+    uid = os.geteuid()
+    assert problem == f"Permission denied ({path}); give the user running it (uid {uid}) " + (
+        "read and write access to that file, and write access to its directory"
+        if kind == "file" else "write access to the directory")
