@@ -59,7 +59,9 @@ class DiskStall:
         journal = self.replica.journal
         journal.discard_unsynced()
         detail = error.strerror if isinstance(error, OSError) and error.strerror else error
-        first = self.pipeline.failed(f"cannot write its journal {journal.path}: {detail}")
+        # the file the system refused (the metadata's, say), else the journal's log
+        path = error.filename if isinstance(error, OSError) and error.filename else journal.path
+        first = self.pipeline.failed(f"cannot write its journal {path}: {detail}")
         if self._loop is not None:
             self._retry_at = self._loop.time() + self.disk_retry
         if not first:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import threading
 from pathlib import Path
@@ -383,3 +384,25 @@ def test_a_file_or_directory_refused_to_this_user_says_which_access_to_give(
     assert problem == f"Permission denied ({path}); give the user running it (uid {uid}) " + (
         "read and write access to that file, and write access to its directory"
         if kind == "file" else "write access to the directory")
+
+
+class _DeniedDirectory(FaultyDisk):
+    """A disk whose files are writable but whose directory is not: a replacement (the
+    metadata's, through a temporary file beside it) is refused."""
+
+    def replace(self, path: str, data: bytes) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", f"{path}.tmp")
+
+
+async def test_a_journal_write_refused_names_the_file_refused(tmp_path: Path) -> None:
+    """The metadata's replacement refused in a read-only directory is reported with the
+    file the system refused, not the journal's log, whose own permissions are fine."""
+    kwargs = {"data_dir": tmp_path, "listen": f"unix:{tmp_path}/n.sock", "secret": "s",
+              "engine": testing.FAST_ENGINE, "disk_retry": 0.05}
+    async with Node(1, **kwargs) as node:  # type: ignore[arg-type]
+        await node.wait_for_leader()
+    async with Node(1, disk=_DeniedDirectory(), **kwargs) as node:  # type: ignore[arg-type]
+        await _until(lambda: not node.status()["disk"]["writable"])
+        error = node.status()["disk"]["error"]
+    meta = tmp_path / "raft" / "journal.meta"
+    assert f"cannot write its journal {meta}.tmp: Permission denied" in error, error
