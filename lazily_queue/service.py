@@ -319,9 +319,12 @@ def _advertised(url: str) -> str:
 
 
 async def announce_page(node: Node, url: str, *, retry: float = 1.0) -> None:
-    """Replicate where this node serves its status page (until it is committed)."""
+    """Replicate where this node serves its status page (until it is committed), every
+    ``retry`` seconds while it fails: a failure is logged once until another one comes
+    (a stalled disk or a lost quorum would otherwise log a line a second)."""
     from .replicated import ops
 
+    said: str | None = None
     while node.running and node.view.member_pages.get(node.node_id) != url:
         try:
             result = await node.driver.call(ops.MEMBER_PAGE, [node.node_id, url],
@@ -330,8 +333,10 @@ async def announce_page(node: Node, url: str, *, retry: float = 1.0) -> None:
                 log.warning("node %s: its page address was refused: %s", node.node_id, result)
                 return
         except Exception as exc:
-            log.info("node %s: announcing its page %s failed (%s); retrying", node.node_id,
-                     url, exc)
+            level = logging.DEBUG if str(exc) == said else logging.INFO
+            said = str(exc)
+            log.log(level, "node %s: announcing its page %s failed (%s); retrying every %g s "
+                    "(not logged again while it fails so)", node.node_id, url, exc, retry)
             await asyncio.sleep(retry)
 
 

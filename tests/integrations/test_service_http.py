@@ -259,3 +259,32 @@ async def test_a_running_nodes_twin_is_told_of_the_lock_not_of_the_http_port(
         with pytest.raises(service_http.ConfigError, match="in use by another running node"):
             await twin.run()
         assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # the running one serves
+
+
+async def test_a_page_announce_failing_so_again_and_again_is_logged_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A stalled disk or a lost quorum fails the announce every second: one line until
+    another failure comes."""
+    from types import SimpleNamespace
+
+    from lazily_queue.raft.errors import NoQuorum, StorageUnavailable
+    from lazily_queue.service import announce_page
+
+    stalled = StorageUnavailable("node 1 cannot write its journal: No space left on device")
+    failures: list[Exception] = [stalled, stalled, stalled, NoQuorum("no quorum"), stalled]
+    pages: dict[str, str] = {}
+
+    async def call(_op: int, args: list[str], timeout: float) -> None:
+        if failures:
+            raise failures.pop(0)
+        pages[args[0]] = args[1]
+
+    node = SimpleNamespace(node_id="1", op_timeout=1.0, running=True,
+                           view=SimpleNamespace(member_pages=pages),
+                           driver=SimpleNamespace(call=call))
+    with caplog.at_level(logging.INFO, logger="lazily_queue.service"):
+        await announce_page(node, "http://127.0.0.1:8101", retry=0.001)  # type: ignore[arg-type]
+    assert pages == {"1": "http://127.0.0.1:8101"}
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert [line.split(" failed (")[1].split(")")[0] for line in said] == [
+        str(stalled), "no quorum", str(stalled)], said
