@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from lazily_transports.errors import shown as shown  # ``repr`` for a message, cut when long
@@ -15,6 +16,27 @@ def shown_path(path: str | os.PathLike[str], limit: int = 120) -> str:
 
 class LazilyQueueError(Exception):
     """Base class of every error this package raises on purpose."""
+
+
+class ThreadSafetyError(LazilyQueueError, RuntimeError):
+    """A cell was used from the wrong thread: a node's or client's cell called from
+    another event loop than the one its node or client was started on, or a blocking
+    cross-thread call (:mod:`lazily_queue.threads`) made on the loop thread itself."""
+
+
+def check_loop(owner: asyncio.AbstractEventLoop | None, who: str) -> None:
+    """Raise :class:`ThreadSafetyError` unless the caller runs on ``owner``, the event
+    loop ``who`` (a node, a client) was started on (``None``: not started)."""
+    try:
+        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if owner is not None and running is not owner:
+        raise ThreadSafetyError(
+            f"{who} runs on another event loop than this call's, and its cells are not "
+            "thread-safe: call them on that loop, or from another thread through a "
+            "blocking handle made there (`cell.threadsafe()`, or `cell.threadsafe(loop)` "
+            "with that loop); nothing was sent")
 
 
 class OperationFailed(LazilyQueueError):

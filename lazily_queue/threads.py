@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import LazilyQueueError
+from .errors import LazilyQueueError, ThreadSafetyError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -41,10 +41,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 _POLL_INTERVAL = 0.05
-
-
-class ThreadSafetyError(LazilyQueueError, RuntimeError):
-    """A blocking cross-thread call was made from the loop thread itself."""
 
 
 class LoopNotRunning(LazilyQueueError, RuntimeError):

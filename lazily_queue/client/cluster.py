@@ -221,6 +221,7 @@ class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
             return
         self._closing = False
         self.session.open = True
+        self.session.loop = asyncio.get_running_loop()
         self.session.bad_answers, self.session.unregistrable = 0, None
         self._closed.clear()
         self._task = asyncio.create_task(self._run(), name="lazily-client")

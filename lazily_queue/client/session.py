@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import check_loop
 from ..raft.errors import CommitTimeout
 from ..raft.proposals import commit_deadline
 from ..replicated import ops
@@ -109,6 +110,8 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         #: Called with the link a registration was answered on (or ended unanswered).
         self._on_registered: Callable[[Link], None] = registered or (lambda link: None)
         self.open = False
+        #: The event loop the client was started on (its ops are sent from it alone).
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._link = link
         self._drop = drop
         self._unreachable = unreachable
@@ -205,6 +208,7 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         """
         if not self.open:
             raise P.ClientClosed("the client is not started; use `async with client:`")
+        check_loop(self.loop, "the client")
         self.check_registrable(code)
         if encoded is None:
             encoded = encode_args(code, args)
@@ -233,6 +237,7 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         is abandoned, or with ``on_orphan`` awaited on its behalf. ``timeout`` counts from
         the call: an op still waiting for a slot at its deadline fails unsent
         (:meth:`_slot_timeout`)."""
+        check_loop(self.loop, "the client")
         window = self._window
         if window.ready:
             window.free -= 1  # Budget.take without a suspension

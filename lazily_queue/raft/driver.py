@@ -30,6 +30,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import check_loop
 from .calls import Calls
 from .codec import FrameError, decode_frame
 from .disk_stall import DiskStall
@@ -172,6 +173,7 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         if not self._running or self._loop is None:
             raise NodeNotRunning("the node is not running; start it with `async with node:`",
                                  applied=False)
+        check_loop(self._loop, f"node {self.replica.node_id}")
         if self.pipeline.stall is not None:
             raise StorageUnavailable(self._stall_text("the operation was not applied"),
                                      applied=False)
