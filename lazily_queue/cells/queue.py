@@ -31,7 +31,7 @@ from ..core.queue import (
 from ..errors import QueueClosed, UnsupportedOperation
 from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
 from ..serializers import Codec, Serializer
-from ..storage.capabilities import StorageCapabilities, stop_check
+from ..storage.capabilities import StorageCapabilities, stop_check, unreachable_check
 from ..storage.local import VecDequeStorage
 from ..storage.queue import (
     QueueStorage,
@@ -119,6 +119,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         self._caps = queue_capabilities(storage)
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)
+        self._unreachable = unreachable_check(storage)
         self._capacity = storage.capacity()
         cap = self._capacity
         group = SlotGroup(self.ctx)
@@ -309,7 +310,8 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
                 raise limit_exceeded(self.name, "queue", self._limits, self._capacity,
                                      None if self.quota is None else self.quota.quota(),
                                      value)
-            async with deadline.waiting(f"push to queue {self.name!r}: no room"):
+            async with deadline.waiting(f"push to queue {self.name!r}: no room",
+                                        self._unreachable):
                 await wait_until(self._room_for(size), context=self.ctx)
 
     async def pop(self, *, timeout: float | None = None) -> T:

@@ -52,6 +52,7 @@ class QueueMessages(Generic[T]):
     _invalidate: Callable[[int], None]
     _has_element: Callable[[], bool]
     _delayed_bit: int
+    _unreachable: Callable[[], Exception | None] | None
 
     def _counts(self) -> tuple[int, int]:
         """Ready and delayed counts (:mod:`.queue_options`, before this in the cell)."""
@@ -116,7 +117,8 @@ class QueueMessages(Generic[T]):
                 return result
             if result is _POP_CLOSED:
                 raise QueueClosed(f"{self.name}: queue is closed and drained")
-            async with deadline.waiting(f"pop from queue {self.name!r}: no element"):
+            async with deadline.waiting(f"pop from queue {self.name!r}: no element",
+                                        self._unreachable):
                 await self._wait_for_element(self._has_element)
 
     async def _pop_stamped(self, n: int, deadline: Deadline | None = None) -> Taken[T]:

@@ -29,7 +29,7 @@ from ..errors import LimitExceeded, UnsupportedOperation
 from ..names import check_member
 from ..reactive import Context, Slot, resolve_context
 from ..serializers import Codec, Serializer
-from ..storage.capabilities import StorageCapabilities, stop_check
+from ..storage.capabilities import StorageCapabilities, stop_check, unreachable_check
 from ..storage.local_topic import LocalTopicStorage
 from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
@@ -107,6 +107,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         self.ctx = resolve_context(context)
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)
+        self._unreachable = unreachable_check(storage)
         self._readers: dict[str, Slot[list[T] | None]] = {}
         #: Readers of ids the topic did not know at the last sweep, while in use.
         self._unknown: weakref.WeakValueDictionary[str, Slot[list[T] | None]] = (
@@ -364,7 +365,8 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
             self._raise_if_stopped()
             if not reader():
                 async with deadline.waiting(
-                        f"advance of {subscriber!r} on topic {self.name!r}: no unread element"):
+                        f"advance of {subscriber!r} on topic {self.name!r}: no unread element",
+                        self._unreachable):
                     await self._wait_unread(reader, subscriber)
             if self._sync is None:
                 value = await self.poll(subscriber)

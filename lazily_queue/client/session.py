@@ -130,6 +130,14 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         """False before the client starts and once it closed."""
         return self.open
 
+    def unreachable(self) -> Exception | None:
+        """While the open client is linked to no member: the error naming each address's
+        failure (``Unreachable``), which a wait reaching its deadline raises then;
+        ``None`` while it is linked."""
+        if not self.open or self._link() is not None:
+            return None
+        return self._unreachable("no member reachable")
+
     def relinked(self, link: Link) -> None:
         """A new link: every unanswered operation is sent on it, in order, but a give-back
         waiting out its pause after a refusal (it goes once the pause is over)."""

@@ -18,6 +18,7 @@ the client is closed, every call and every waiting one fails with
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeVar
 
 from .raft_groups import RaftGroupStorage
@@ -42,6 +43,14 @@ class Remote:
         from ..client.protocol import NOT_OPEN, ClientClosed
 
         return ClientClosed(f"{self.kind} {self.name!r}: {NOT_OPEN}")
+
+    def unreachable(self) -> Exception | None:
+        """While the client is linked to no member, the ``Unreachable`` naming each
+        address's failure: a wait on the client's mirror that reaches its deadline raises
+        it (the mirror could not hear from the cluster); else ``None``."""
+        check: Callable[[], Exception | None] | None = getattr(
+            getattr(self, "_driver", None), "unreachable", None)
+        return None if check is None else check()
 
 
 class RemoteQueueStorage(Remote, RaftQueueStorage[T]):
