@@ -94,7 +94,9 @@ def given_now(now: float | None) -> float | None:
     checked = check_now(now)
     if checked != int(checked):
         raise ValueError(f"now must be whole milliseconds on a node or a client (the "
-                         f"replicated queue's unit), got {shown(now)}; round it")
+                         f"replicated queue's unit: the leader's milliseconds since the "
+                         f"Unix epoch, e.g. round(time.time() * 1000); leave now= out for "
+                         f"the leader's own), got {shown(now)}")
     return checked
 
 

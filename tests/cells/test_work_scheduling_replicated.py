@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -159,6 +160,12 @@ async def test_a_fraction_of_a_millisecond_is_refused_on_a_member_and_a_client()
                     with pytest.raises(ValueError, match="now must be whole milliseconds on "
                                                          "a node or a client"):
                         await call
+                # time.time() (seconds) is refused naming the unit, not "round it": rounded,
+                # it would be a time in 1970, and every lease would end at once
+                with pytest.raises(ValueError, match=r"milliseconds since the Unix epoch, "
+                                   r"e\.g\. round\(time\.time\(\) \* 1000\)") as refused:
+                    await w.poll("x", now=time.time())
+                assert "round it" not in str(refused.value)
                 assert node.driver.replica.proposals == proposed, name  # nothing was sent
                 job = await w.poll("x", now=float(base))
                 assert job is not None and job.deadline == base + 1000, name
