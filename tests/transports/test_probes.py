@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import anyio
 import pytest
@@ -151,6 +152,44 @@ async def test_a_member_that_dials_late_is_no_misconfiguration(
             assert f"(node 1 dials node 2 at {a2}, last failure: " in trouble
             assert "[peers]" not in trouble
     assert not [r for r in caplog.records if "[peers]" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+async def test_a_dial_failure_handled_after_the_peer_listened_is_still_late(
+    short_tmp: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dialer's loop, busy at start-up, handles the refusal of a dial begun before
+    the peer listened only once the peer listens and probes it: the dial is still late
+    (it began before), so the prober says the link is on its way, nothing at WARNING."""
+    from lazily_transports._core import _peer_link
+
+    caplog.set_level(logging.DEBUG, logger="lazily_transports")
+    a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
+    refused, handled = asyncio.Event(), asyncio.Event()
+    real_dial, real_probe = _peer_link.dial, _peer_link.probe
+
+    async def busy_dial(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await real_dial(*args, **kwargs)
+        except Exception:
+            refused.set()
+            await handled.wait()  # the loop gets to the failure only now
+            raise
+
+    slow = {"backoff_initial": 3600.0, "backoff_max": 3600.0}
+    monkeypatch.setattr(_peer_link, "dial", busy_dial)
+    async with member(a1, {2: a2}, **slow) as one:
+
+        async def probe_once_handled(*args: Any, **kwargs: Any) -> Any:
+            handled.set()  # the failure is handled after the probe is sent
+            await eventually(lambda: one.trouble(2) is not None)
+            return await real_probe(*args, **kwargs)
+
+        monkeypatch.setattr(_peer_link, "probe", probe_once_handled)
+        await refused.wait()  # 2 does not listen yet
+        async with Mesh(make_config(2), a2, {1: a1}, probe_after=0.05) as two:
+            trouble = await wait_trouble(two, 1, "accepted our credentials")
+            assert "on its way" in trouble and "[peers]" not in trouble
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 

@@ -94,8 +94,8 @@ class PeerLink:
         self._said_unreachable = False
         #: The peer answered a dial or probe (refusing it, say): it is not unreachable.
         self._answered = False
-        #: When the current connection became current, and when the last dial failed
-        #: (``time.monotonic``).
+        #: When the current connection became current, and when the last failed dial
+        #: began (``time.monotonic``).
         self.up_since = self.failed_at = 0.0
         self._closed = False
         self.epoch = 0
@@ -176,6 +176,7 @@ class PeerLink:
 
     async def _dial_forever(self) -> None:
         while not self._closed:
+            attempted = time.monotonic()
             try:
                 channel = await dial(
                     self.address, self._config, **self._reach(),
@@ -183,7 +184,9 @@ class PeerLink:
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
                 self.counters.connect_failures += 1
-                self.failed_at = time.monotonic()
+                # When it began: a dial begun before the peer listened could not reach
+                # it, however late its failure is handled (a loop busy at start-up).
+                self.failed_at = attempted
                 self.note_trouble(str(exc), transient=isinstance(exc, HandshakeError)
                                   and exc.field == "handshake")
                 # A refused TLS handshake is a configuration problem, not routine.
