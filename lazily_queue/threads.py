@@ -68,8 +68,10 @@ class LoopBridge:
             loop = _running_loop()
             if loop is None:
                 raise LoopNotRunning(
-                    "LoopBridge() without a loop must be created on the owning event loop; "
-                    "pass loop= when creating it from another thread"
+                    "no event loop runs in this thread: make the blocking handle on the "
+                    "cell's event loop (`cell.threadsafe()` there, then hand it to the "
+                    "thread), or pass it that loop (`cell.threadsafe(loop)`, "
+                    "`LoopBridge(loop)`)"
                 )
         self._loop = loop
 

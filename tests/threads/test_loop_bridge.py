@@ -158,8 +158,12 @@ async def test_calling_from_the_loop_thread_is_refused() -> None:
 
 
 def test_bridge_needs_a_running_loop_or_an_explicit_one() -> None:
-    with pytest.raises(LoopNotRunning, match="pass loop="):
+    with pytest.raises(LoopNotRunning, match=r"`LoopBridge\(loop\)`"):
         LoopBridge()
+    # a cell's handle asked for in a thread without a loop says how to get one
+    with pytest.raises(LoopNotRunning, match=r"make the blocking handle on the cell's event "
+                       r"loop \(`cell.threadsafe\(\)` there.*`cell.threadsafe\(loop\)`"):
+        QueueCell[int]().threadsafe()
 
 
 @pytest.fixture
