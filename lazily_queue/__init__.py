@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         QueueClosed,
         SettlementRejected,
         SubscriptionLost,
+        ThreadSafetyError,
         TooManyObjects,
         TooManySubscribers,
         TransactionAborted,
@@ -110,9 +111,9 @@ _HOMES = {
     "errors": "InvalidConfiguration InvalidHeaders InvalidMessageId InvalidName "
               "InvalidSchedule InvalidSnapshot InvalidTimestamp InvalidTtl LazilyQueueError "
               "LimitExceeded MessageTooLarge OffsetOutOfRange OperationFailed QueueClosed "
-              "SettlementRejected SubscriptionLost TooManyObjects TooManySubscribers "
-              "TransactionAborted TransactionError TransactionUnsupported UnconfirmedAcks "
-              "UnknownSubscriber UnsupportedOperation UnsupportedValue",
+              "SettlementRejected SubscriptionLost ThreadSafetyError TooManyObjects "
+              "TooManySubscribers TransactionAborted TransactionError TransactionUnsupported "
+              "UnconfirmedAcks UnknownSubscriber UnsupportedOperation UnsupportedValue",
     "node": "ClusterMismatch DataDirectoryTooNew Node",
     "raft.errors": "CommitTimeout NodeNotRunning NoQuorum ProposalRejected ResultNotKept "
                    "StorageUnavailable",
@@ -218,6 +219,7 @@ __all__ = [
     "SubscriptionLost",
     "ThreadSafeCell",
     "ThreadSafeQueue",
+    "ThreadSafetyError",
     "TooManyLinks",
     "TooManyObjects",
     "TooManySubscribers",

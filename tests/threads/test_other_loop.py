@@ -9,8 +9,15 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from lazily_queue import ClientAccess, ClientGrant, Credentials, QueueCell, connect, testing
-from lazily_queue.errors import ThreadSafetyError
+from lazily_queue import (
+    ClientAccess,
+    ClientGrant,
+    Credentials,
+    QueueCell,
+    ThreadSafetyError,
+    connect,
+    testing,
+)
 from tests.client.one_member import TOKEN, one_member
 
 OTHER_LOOP = r"runs on another event loop than this call's.*threadsafe.*nothing was sent"
