@@ -37,6 +37,7 @@ from .errors import InvalidConfiguration
 from .node import Durability, Node
 from .raft.disk import Disk
 from .raft.engine import EngineConfig
+from .raft.errors import NodeNotRunning
 from .raft.network import LocalHub
 from .reactive import Context
 
@@ -95,6 +96,7 @@ class Cluster:
         if size < 1:
             raise InvalidConfiguration(f"a cluster needs at least one node, not {size}")
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._closed = False
         if data_dir is None:
             self._tmp = tempfile.TemporaryDirectory(
                 prefix="lazily-testing-", ignore_cleanup_errors=True
@@ -154,6 +156,7 @@ class Cluster:
 
     async def start(self) -> Cluster:
         """Start every member that is not running and wait for a leader."""
+        self._closed = False
         await asyncio.gather(*(n.start() for n in self._nodes.values() if not n.running))
         await self.wait_for_leader()
         return self
@@ -161,6 +164,7 @@ class Cluster:
     async def close(self) -> None:
         """Stop every member; remove the data directory if the cluster made it. Every
         member says it is stopping first, so that none hands leadership to another."""
+        self._closed = True
         for node in self._nodes.values():
             if node.running:
                 say_goodbye(node)
@@ -261,13 +265,18 @@ class Cluster:
         self, *, among: Iterable[int | str] | None = None, timeout: float = 10.0
     ) -> Node:
         """The running member that leads (only one of ``among`` counts, when given),
-        waiting for an election; ``TimeoutError`` after ``timeout`` seconds."""
+        waiting for an election; ``TimeoutError`` after ``timeout`` seconds,
+        ``NodeNotRunning`` at once once the cluster is closed."""
         allowed = None if among is None else {str(m) for m in among}
         deadline = time.monotonic() + timeout
         while True:
             for node in self.running:
                 if (allowed is None or node.node_id in allowed) and node.is_leader:
                     return node
+            if self._closed and not self.running:
+                raise NodeNotRunning("the test cluster is closed (its `async with "
+                                     "testing.cluster(...)` block has ended): use it inside "
+                                     "the block", applied=False)
             if time.monotonic() > deadline:
                 states = {n.node_id: n.status()["state"] for n in self.running}
                 raise TimeoutError(

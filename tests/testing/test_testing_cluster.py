@@ -179,3 +179,12 @@ async def test_a_lone_member_is_told_why_it_can_neither_leave_nor_hand_over() ->
         leader = await c.leader()
         with pytest.raises(InvalidConfiguration, match="cannot hand leadership to itself"):
             await leader.transfer_leadership(leader.node_id)
+
+
+async def test_a_closed_cluster_says_so_rather_than_wait_for_a_leader() -> None:
+    async with testing.cluster(1) as c:
+        pass
+    for waiting in (c.leader(timeout=0.5), c.followers(timeout=0.5),
+                    c.wait_for_leader(timeout=0.5)):
+        with pytest.raises(NodeNotRunning, match=r"the test cluster is closed .* use it inside"):
+            await waiting
