@@ -60,6 +60,7 @@ from .node_cells import NodeCells
 from .node_cluster import NodeCluster
 from .node_network import mesh_network
 from .node_settings import check_data_dir, check_settings, peer_address_problem
+from .outermost import OutermostBlock
 from .raft.batch import DEFAULT_MAX_MESSAGE_BYTES
 from .raft.disk import Disk, OsDisk
 from .raft.driver import Driver
@@ -81,7 +82,7 @@ from .storage.give_backs import SETTLE_WAIT, settle_returns
 Durability = Literal["fsync", "none"]
 
 
-class Node(NodeCells, NodeCluster):
+class Node(OutermostBlock, NodeCells, NodeCluster):
     """A cluster member: consensus, the replicated state, its network and the cells."""
 
     def __init__(
@@ -332,11 +333,10 @@ class Node(NodeCells, NodeCluster):
             disk.close()
         self._dir_lock.release()
 
-    async def __aenter__(self) -> Node:
+    async def _begin_block(self) -> None:
         await self.start()
-        return self
 
-    async def __aexit__(self, *exc: Any) -> None:
+    async def _end_blocks(self) -> None:
         await self.stop()
 
     @property

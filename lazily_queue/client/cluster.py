@@ -52,6 +52,7 @@ from ..errors import InvalidConfiguration
 from ..names import check_max_objects
 from ..node_cells import NodeCells
 from ..node_settings import check_seconds
+from ..outermost import OutermostBlock
 from ..reactive import Context, resolve_context
 from ..replicated.view import ReadView
 from ..storage.give_backs import settle_returns
@@ -104,7 +105,7 @@ def _refuse_tls_without_context(addresses: Sequence[str]) -> None:
                 "client's name with CertificateCredentials, which carry them")
 
 
-class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
+class ClusterClient(OutermostBlock, NodeCells, Dialling, Barrier, LeaderSeeking):
     """A client of a cluster's members (module docstring); its cell factories are a
     node's (``queue``, ``topic``, ``work_queue``, with ``serializer=``)."""
 
@@ -269,16 +270,19 @@ class ClusterClient(NodeCells, Dialling, Barrier, LeaderSeeking):
         self._closed.set()
         self._mirror.router.reset()  # waiting pops, claims and streams wake and fail
 
-    async def __aenter__(self) -> ClusterClient:
+    async def _begin_block(self) -> None:
         await self.start()
-        return self
+
+    async def _end_blocks(self) -> None:
+        await self.close()
 
     def __await__(self) -> Generator[Any, None, ClusterClient]:
         """``client = await connect(...)``: the client, linked."""
-        return self.__aenter__().__await__()
+        return self._connected().__await__()
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+    async def _connected(self) -> ClusterClient:
+        await self.start()
+        return self
 
     async def _serve(self, link: Link) -> None:
         self._link = link
