@@ -21,6 +21,13 @@ STALE_LEADER = ("this member may no longer lead: while its journal is not writab
                 "leader (they name it)")
 
 
+def _said_by(member: dict[str, Any]) -> str:
+    """Who says a member's disk problem: its proven vitals, or only its page."""
+    if member.get("vitals_proof") == "proven":
+        return "its vitals say so"
+    return "its page says so, unproven: the cluster has no secret"
+
+
 def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[str, Any]:
     """The cluster's health as this node sees it: ``level`` is ``"ok"``, ``"warning"``
     (a member lagging by :data:`LAG_WARNING` entries or more, or a term change in the
@@ -49,7 +56,7 @@ def health(status: dict[str, Any], term_changes: list[dict[str, Any]]) -> dict[s
         critical.append(problem)
     if not status["disk"]["writable"] and status.get("state") == "leader":
         critical.append(STALE_LEADER)
-    critical.extend(f"member {m['id']}: {m['disk_problem']} (its page says so)"
+    critical.extend(f"member {m['id']}: {m['disk_problem']} ({_said_by(m)})"
                     for m in members if not m.get("self") and m.get("disk_problem"))
     lagging = [m["id"] for m in members if (m["lag"] or 0) >= LAG_WARNING]
     if lagging:

@@ -8,7 +8,8 @@ after the node has started and stop it before the node stops. It serves:
 * :meth:`Monitor.history` (``/history.json?since=T``): the recent series of every
   queue, work queue and topic and of the cluster (:mod:`.history`);
 * :meth:`Monitor.vitals` (``/vitals.json``): this node's version, uptime, fsync
-  latency, free disk and process figures, which the other members read;
+  latency, free disk and process figures, which the other members read, proven as a
+  member's when asked with a nonce (:meth:`Monitor.vitals_answer`, :mod:`.vitals_proof`);
 * :meth:`Monitor.subscribers` (``/subscribers.json?name=TOPIC&prefix=P&offset=N``): one
   page of a topic's subscribers by id, every one reachable (:mod:`.subscriber_listing`);
 * :meth:`Monitor.objects` (``/objects.json?kind=KIND&prefix=P&offset=N``): one page of
@@ -29,6 +30,7 @@ It also logs one line per state change of the node (:mod:`.state_log`).
 
 from __future__ import annotations
 
+import json
 import math
 from functools import cache
 from importlib import resources
@@ -43,6 +45,7 @@ from .state_log import StateLog
 from .status import LeadershipClock, node_status, node_status_sliced, objects_page
 from .subscriber_listing import subscriber_page
 from .vitals import Vitals
+from .vitals_proof import BadNonce, vitals_answer
 
 if TYPE_CHECKING:
     from .node import Node
@@ -144,6 +147,16 @@ class Monitor:
 
     def vitals(self) -> dict[str, Any]:
         return self.vitals_source.document()
+
+    def vitals_answer(self, nonce_header: str | None) -> tuple[bytes, dict[str, str]]:
+        """``/vitals.json``'s body and headers, with a proof when ``nonce_header`` (the
+        request's :data:`~lazily_queue.vitals_proof.NONCE_HEADER`) is given; raises
+        :class:`BadRequest` when it is malformed."""
+        body = json.dumps(self.vitals()).encode()
+        try:
+            return body, vitals_answer(body, nonce_header, self.node.vitals_key)
+        except BadNonce as exc:
+            raise BadRequest(str(exc)) from None
 
     def subscribers(self, topic: str, prefix: str = "", offset: int = 0) -> dict[str, Any]:
         """One page of ``topic``'s subscribers (raises

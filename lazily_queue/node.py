@@ -78,6 +78,7 @@ from .replicated.view import ReadView
 from .routing import EventObserver, EventRouter
 from .stale_peers import StalePeers
 from .storage.give_backs import SETTLE_WAIT, settle_returns
+from .vitals_proof import vitals_key
 
 Durability = Literal["fsync", "none"]
 
@@ -167,6 +168,8 @@ class Node(OutermostBlock, NodeCells, NodeCluster):
         self.op_timeout = op_timeout
         self.ctx = resolve_context(context)
         self._secret = secret.encode() if isinstance(secret, str) else secret
+        #: The key proving this member's vitals (:mod:`.vitals_proof`; none without a secret).
+        self.vitals_key = None if self._secret is None else vitals_key(self._secret, cluster)
         self._allow_unauthenticated = allow_unauthenticated
         check_data_dir(data_dir, durability)
         self._tmp: tempfile.TemporaryDirectory[str] | None = None

@@ -272,7 +272,9 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
     ``link_problem``: why an unreachable member's link failed, as far as this node knows
     (a refused handshake, say, or :data:`STOPPED`; ``None`` otherwise), and
     ``disk_problem``: why its disk refuses its journal or the leader's snapshot, as its
-    own status or its last vitals read without error say (``None`` otherwise)."""
+    own status or its last vitals read without error say (``None`` otherwise), and
+    ``vitals_proof``: ``own``, ``proven`` (:mod:`.vitals_proof`), ``none`` (read without
+    a cluster secret), ``refused`` (the last answer was not proven) or ``None``."""
     leader = status["leader"]
     me = status["node"]
     connected = set(status["connected"])
@@ -294,6 +296,7 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
             "page": pages.get(member),
             "vitals": None,
             "vitals_error": None,
+            "vitals_proof": "own" if member == me else None,
             "vitals_at": None,
             "link_problem": None if reachable else _link_problem(node, member),
             "disk_problem": None,
@@ -313,6 +316,7 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
                 entry["vitals"] = seen.get("vitals")
                 entry["vitals_error"] = seen.get("error")
                 entry["vitals_at"] = seen.get("at")
+                entry["vitals_proof"] = seen.get("proof")
                 journal = (seen.get("vitals") or {}).get("journal")
                 if isinstance(journal, dict) and not seen.get("error"):
                     entry["disk_problem"] = journal_problem(journal)

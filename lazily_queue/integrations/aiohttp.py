@@ -47,6 +47,7 @@ from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_pa
 from ..node import Node
 from ..object_listing import page_params
 from ..subscriber_listing import BadListing, UnknownTopic, listing_params
+from ..vitals_proof import NONCE_HEADER
 
 NODE = web.AppKey("lazily_queue.node", Node)
 MONITOR = web.AppKey("lazily_queue.monitor", Monitor)
@@ -234,7 +235,11 @@ async def objects_view(request: web.Request) -> web.Response:
 
 
 async def vitals_view(request: web.Request) -> web.Response:
-    return web.json_response(request.app[MONITOR].vitals())
+    try:
+        body, headers = request.app[MONITOR].vitals_answer(request.headers.get(NONCE_HEADER))
+    except BadRequest as exc:
+        return bad_request(str(exc))
+    return web.Response(body=body, headers=headers)
 
 
 async def page_view(request: web.Request) -> web.Response:

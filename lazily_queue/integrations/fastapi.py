@@ -49,6 +49,7 @@ from ..monitor import PAGE_HEADERS, BadRequest, Monitor, page_interval, since_pa
 from ..node import Node
 from ..object_listing import page_params
 from ..subscriber_listing import BadListing, UnknownTopic, listing_params
+from ..vitals_proof import NONCE_HEADER
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[Any]]
 
@@ -237,8 +238,14 @@ def add_monitor_routes(
             return JSONResponse(monitor(request).objects(kind, start, offset))
 
         @app.get(prefix + "/vitals.json", include_in_schema=False)
-        async def vitals(request: Request) -> JSONResponse:
-            return JSONResponse(monitor(request).vitals())
+        async def vitals(request: Request) -> Response:
+            try:
+                body, headers = monitor(request).vitals_answer(
+                    request.headers.get(NONCE_HEADER))
+            except BadRequest as exc:
+                return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
+                                    status_code=400)
+            return Response(body, headers=headers)
 
         @app.get(prefix + "/", include_in_schema=False)
         async def page(request: Request) -> Response:

@@ -22,6 +22,7 @@ from lazily_queue.integrations.fastapi import (
     work_queue,
 )
 from lazily_queue.node import Node
+from lazily_queue.vitals_proof import NONCE_HEADER
 
 Orders = Annotated[QueueCell[Any], Depends(queue("orders"))]
 News = Annotated[TopicCell[Any], Depends(topic("news"))]
@@ -120,6 +121,7 @@ async def test_three_apps_share_replicated_cells(tmp_path: Path) -> None:
         history = (await a.get("/cluster/history.json")).json()
         assert history["columns"][0] == "t" and "cluster" in history
         assert (await a.get("/cluster/vitals.json")).json()["node"] == nodes[0].node_id
+        assert (await a.get("/cluster/vitals.json", headers={NONCE_HEADER: "x"})).status_code == 400
         subs = (await a.get("/cluster/subscribers.json?name=news&prefix=r")).json()
         assert [s["id"] for s in subs["subscribers"]] == ["r1"] and subs["total"] == 1
         assert (await a.get("/cluster/subscribers.json?name=news&offset=-1")).status_code == 400
