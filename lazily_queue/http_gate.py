@@ -4,7 +4,10 @@ HTTP has no connection-level authentication, so every connection counts against 
 :class:`~lazily_transports.AdmissionGate` for as long as it is open: at most
 ``max_total`` in all and ``max_per_source`` from one IP address. A connection over a
 cap is closed at once (counted and logged at most once per 10 s), so strangers cannot
-spend the file descriptors the node's journal, snapshots and links need.
+spend the file descriptors the node's journal, snapshots and links need; when every
+slot is taken, a source holding few takes the place of the oldest connection of the
+source holding the most (:class:`Connections`), so strangers holding every slot from a
+few addresses cannot keep the members from reading the node's vitals.
 :func:`serve` listens with the gate in front of an aiohttp runner's protocol factory.
 
 A request is answered only for the node's own names (:func:`own_host`): a page of
@@ -16,50 +19,116 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import socket
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from lazily_transports import AdmissionGate
+from lazily_transports import AdmissionGate, LogLimiter
+
+log = logging.getLogger(__name__)
+
+
+class Connections:
+    """The open connections of one listener by source, counted by ``gate``.
+
+    When every slot is taken, a connection from a source holding fewer than the
+    heaviest source less one takes the place of that source's oldest connection, which
+    is closed: a stranger holding every slot from a few addresses gives way to a reader
+    from another (a member reading the page's vitals), while sources holding as many as
+    each other do not push each other out."""
+
+    def __init__(self, gate: AdmissionGate) -> None:
+        self.gate = gate
+        #: Connections closed to make room for another source's.
+        self.evicted = 0
+        self._open: dict[str, list[_Gated]] = {}
+        self._log = LogLimiter()
+
+    def admit(self, connection: _Gated, source: str) -> bool:
+        """Count ``connection`` from ``source``; False when it must be closed."""
+        gate = self.gate
+        held = len(self._open.get(source, ()))
+        if gate.pending >= gate.max_pending and held < gate.max_per_source:
+            self._make_room(source, held)
+        if not gate.admit(source):
+            return False
+        self._open.setdefault(source, []).append(connection)
+        return True
+
+    def _make_room(self, source: str, held: int) -> None:
+        heaviest = max(self._open, key=lambda s: len(self._open[s]), default=None)
+        if heaviest is None or len(self._open[heaviest]) <= held + 1:
+            return
+        victim = self._open[heaviest][0]
+        self.release(victim, heaviest)
+        victim.evict()
+        self.evicted += 1
+        if self._log.allow():
+            log.warning("%s: every connection slot (%d) taken: closed the oldest of the %d "
+                        "connections from %s for one from %s; %d closed so far",
+                        self.gate.label, self.gate.max_pending,
+                        len(self._open.get(heaviest, ())) + 1, heaviest, source, self.evicted)
+
+    def release(self, connection: _Gated, source: str) -> None:
+        """Give back ``connection``'s slot."""
+        held = self._open.get(source, [])
+        if connection in held:
+            held.remove(connection)
+            if not held:
+                del self._open[source]
+            self.gate.release(source)
 
 
 class _Gated(asyncio.Protocol):
     """One connection: admitted by the gate, then handed to the HTTP protocol."""
 
-    def __init__(self, inner: asyncio.Protocol, gate: AdmissionGate) -> None:
+    def __init__(self, inner: asyncio.Protocol, connections: Connections) -> None:
         self.inner = inner
-        self.gate = gate
+        self.connections = connections
         self.source: str | None = None
+        self.admitted = False
+        self._transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
         source = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
-        if not self.gate.admit(source):
+        if not self.connections.admit(self, source):
             cast(asyncio.Transport, transport).abort()
             return
         self.source = source
+        self.admitted = True
+        self._transport = cast(asyncio.Transport, transport)
         self.inner.connection_made(transport)
 
+    def evict(self) -> None:
+        """Close this connection now (its slot was already given back)."""
+        self.source = None
+        if self._transport is not None:
+            self._transport.abort()
+
     def data_received(self, data: bytes) -> None:
-        if self.source is not None:
+        if self.admitted:
             self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return self.inner.eof_received() if self.source is not None else None
+        return self.inner.eof_received() if self.admitted else None
 
     def pause_writing(self) -> None:
-        if self.source is not None:
+        if self.admitted:
             self.inner.pause_writing()
 
     def resume_writing(self) -> None:
-        if self.source is not None:
+        if self.admitted:
             self.inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.source is not None:
-            self.gate.release(self.source)
-            self.source = None
+        if self.admitted:
+            if self.source is not None:
+                self.connections.release(self, self.source)
+                self.source = None
+            self.admitted = False
             self.inner.connection_lost(exc)
 
 
@@ -68,8 +137,9 @@ async def serve(factory: Callable[[], Any], host: str, port: int, gate: Admissio
     """Listen on ``host:port`` with ``factory``'s protocols behind ``gate`` (with
     ``start_serving=False``, bound but accepting only from ``start_serving()``)."""
     loop = asyncio.get_running_loop()
+    connections = Connections(gate)
     return await loop.create_server(
-        lambda: _Gated(cast(asyncio.Protocol, factory()), gate), host, port,
+        lambda: _Gated(cast(asyncio.Protocol, factory()), connections), host, port,
         reuse_address=True, start_serving=start_serving)
 
 

@@ -92,6 +92,53 @@ async def test_one_source_cannot_take_every_connection(tmp_path: Path,
         assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # slots given back
 
 
+Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def answered(stream: Stream) -> bool:
+    """Whether a request on ``stream`` is answered 200 (its whole answer read)."""
+    reader, writer = stream
+    writer.write(b"GET /vitals.json HTTP/1.1\r\nHost: x\r\n\r\n")
+    try:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return False
+    length = next(int(line.split(":")[1]) for line in head.split("\r\n")
+                  if line.lower().startswith("content-length:"))
+    await reader.readexactly(length)
+    return head.startswith("HTTP/1.1 200 ")
+
+
+async def held_from(source: str, host: str, port: int, count: int) -> list[Stream]:
+    """``count`` connections from ``source``, each answered once and kept open."""
+    held = []
+    for _ in range(count):
+        stream = await asyncio.open_connection(host, port, local_addr=(source, 0))
+        assert await answered(stream)
+        held.append(stream)
+    return held
+
+
+async def test_strangers_holding_every_slot_give_way_to_another_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every slot held from two addresses: a reader from a third (a member reading the
+    vitals) is served in place of the oldest connection of a source holding the most,
+    while a source holding no fewer than the others is refused, pushing out none."""
+    monkeypatch.setattr(service_http, "HTTP_MAX_CONNECTIONS", 8)
+    monkeypatch.setattr(service_http, "HTTP_MAX_PER_SOURCE", 8)
+    async with one_node(tmp_path, monkeypatch) as (host, port):
+        first = await held_from("127.0.0.2", host, port, 4)
+        second = await held_from("127.0.0.3", host, port, 4)
+        tie = await asyncio.open_connection(host, port, local_addr=("127.0.0.3", 0))
+        assert await closed_by_the_node(tie[0], within=2)
+        assert await status_of(host, port) == b"HTTP/1.1 200 OK"
+        assert await closed_by_the_node(first[0][0], within=2)
+        for stream in first[1:] + second:
+            assert await answered(stream)
+        for _, writer in first + second:
+            writer.close()
+
+
 async def admin_status(host: str, port: int, origin: str) -> bytes:
     reader, writer = await asyncio.open_connection(host, port)
     try:

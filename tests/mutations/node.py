@@ -183,6 +183,19 @@ MUTATIONS = [
         ("tests/integrations/test_peer_pages.py",),
         "a page answering deeply nested JSON is that member's error; the reading goes on"),
     Mutation(
+        "peer-vitals-unproven-trusted", "lazily_queue/peer_pages.py",
+        "            if self.key is not None and not proven(",
+        "            if False and not proven(",
+        ("tests/integrations/test_vitals_proof.py",),
+        "a page without the cluster's key cannot speak for a member's disk"),
+    Mutation(
+        "http-full-gate-makes-no-room", "lazily_queue/http_gate.py",
+        "            self._make_room(source, held)\n",
+        "            pass\n",
+        ("tests/integrations/test_service_http.py::"
+         "test_strangers_holding_every_slot_give_way_to_another_source",),
+        "strangers holding every HTTP slot from a few addresses give way to another source"),
+    Mutation(
         "http-idle-connections-kept", "lazily_queue/service_http.py",
         "        runner = web.AppRunner(app, access_log=None, "
         "keepalive_timeout=HTTP_IDLE_TIMEOUT,\n",
