@@ -25,6 +25,9 @@ HTTP_IDLE_TIMEOUT = 15.0
 #: Open HTTP connections in all, and from one IP address (see :mod:`.http_gate`).
 HTTP_MAX_CONNECTIONS = 256
 HTTP_MAX_PER_SOURCE = 32
+#: Header lines of one request (each at most 8,190 bytes, aiohttp's bound): a stranger's
+#: connections held half-way through their headers hold at most this many each.
+HTTP_MAX_HEADERS = 32
 
 
 class HttpFront:
@@ -80,7 +83,7 @@ class HttpFront:
         advertised = self.config.http_advertise
         add_admin_routes(app, admin_token, origins=() if advertised is None else (advertised,))
         runner = web.AppRunner(app, access_log=None, keepalive_timeout=HTTP_IDLE_TIMEOUT,
-                               logger=server_logger())
+                               max_headers=HTTP_MAX_HEADERS, logger=server_logger())
         await runner.setup()
         self._runner = runner
         await self._server.start_serving()
