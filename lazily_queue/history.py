@@ -30,7 +30,7 @@ import logging
 import math
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 COLUMNS = ("t", "in_rate", "out_rate", "depth", "oldest_age", "lag", "dead_letters")
 #: The columns of the cluster's points, in order.
 CLUSTER_COLUMNS = ("t", "members_up", "members_total", "quorum", "term", "commit_index")
+#: Series built between two turns of the loop (:meth:`History.document_sliced`).
+SLICE = 8
 
 
 @dataclass
@@ -202,7 +204,19 @@ class History(Background):
 
     def document(self, since: float = 0.0) -> dict[str, Any]:
         """The series as JSON-ready data: points with ``t > since`` (rates per second)."""
+        return self._whole(dict(self._entries(since)), since)
+
+    async def document_sliced(self, since: float = 0.0) -> dict[str, Any]:
+        """:meth:`document`, letting the loop run every :data:`SLICE` series; the result
+        shares nothing the sampling changes (it may be encoded on another thread)."""
         objects = {}
+        for count, (key, entry) in enumerate(self._entries(since), 1):
+            objects[key] = entry
+            if count % SLICE == 0:
+                await asyncio.sleep(0)
+        return self._whole(objects, since)
+
+    def _entries(self, since: float) -> Iterator[tuple[str, dict[str, Any]]]:
         for (kind, name), series in sorted(self.series.items()):
             points = []
             previous: _Sample | None = None
@@ -220,12 +234,14 @@ class History(Background):
                     ])
                 previous = sample
             last = series.samples[-1] if series.samples else None
-            objects[f"{kind}:{name}"] = {
+            yield f"{kind}:{name}", {
                 "kind": kind, "name": name, "points": points,
                 "age_floor": series.age_floor,
                 "total_in": None if last is None else last.total_in,
                 "total_out": None if last is None else last.total_out,
             }
+
+    def _whole(self, objects: dict[str, Any], since: float) -> dict[str, Any]:
         return {
             "interval": self.interval,
             "window": self.window,
@@ -235,7 +251,7 @@ class History(Background):
             "untracked": self.untracked,
             "cluster": {
                 "columns": list(CLUSTER_COLUMNS),
-                "points": [p for p in self.cluster if p[0] > since],
-                "term_changes": list(self.term_changes),
+                "points": [list(p) for p in self.cluster if p[0] > since],
+                "term_changes": [dict(c) for c in self.term_changes],
             },
         }

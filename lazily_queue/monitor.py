@@ -16,9 +16,9 @@ after the node has started and stop it before the node stops. It serves:
   the queues, topics or work queues by name, every one reachable (a status lists only
   the largest of each kind: :mod:`.object_listing`);
 * :meth:`Monitor.metrics` (``/metrics``, Prometheus text);
-* :meth:`Monitor.status_document` and :meth:`Monitor.metrics_document`: the first and
-  the fourth as served over HTTP, built so that requests cannot hold the event loop
-  (:mod:`.monitor_documents`);
+* :meth:`Monitor.status_document`, :meth:`Monitor.history_document` and
+  :meth:`Monitor.metrics_document`: the first, the second and the fourth as served over
+  HTTP, built so that requests cannot hold the event loop (:mod:`.monitor_documents`);
 * :meth:`Monitor.page` (``/``): the status page, plain HTML and JavaScript with SVG
   charts (no build step, no CDN: it works offline). ``/?interval=MS`` sets its refresh
   period: a finite number of milliseconds, clamped to
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .history import History
 from .metrics import NodeMetrics
 from .metrics_names import DEFAULT_NAMED_OBJECTS
-from .monitor_documents import ThrottledDocument, encode_json
+from .monitor_documents import PacedBuilds, ThrottledDocument, encode_json
 from .peer_pages import PeerPages
 from .state_log import StateLog
 from .status import LeadershipClock, node_status, node_status_sliced, objects_page
@@ -118,6 +118,7 @@ class Monitor:
         self.state_log = StateLog(node)
         self._metrics_document = ThrottledDocument(self.node_metrics.render_async)
         self._status_document = ThrottledDocument(self._build_status)
+        self._history_builds = PacedBuilds()
 
     @property
     def metrics_content_type(self) -> str:
@@ -144,6 +145,13 @@ class Monitor:
 
     def history(self, since: float = 0.0) -> dict[str, Any]:
         return self.history_source.document(since)
+
+    async def history_document(self, since: float = 0.0) -> bytes:
+        """:meth:`history` as JSON, as served over HTTP (see :mod:`.monitor_documents`)."""
+        async def build() -> bytes:
+            return await encode_json(await self.history_source.document_sliced(since))
+
+        return await self._history_builds.run(build)
 
     def vitals(self) -> dict[str, Any]:
         return self.vitals_source.document()

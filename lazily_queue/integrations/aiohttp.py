@@ -212,7 +212,8 @@ async def history_view(request: web.Request) -> web.Response:
         since = since_param(request.query.get("since"))
     except BadRequest as exc:
         return bad_request(str(exc))
-    return web.json_response(request.app[MONITOR].history(since))
+    return web.Response(body=await request.app[MONITOR].history_document(since),
+                        content_type="application/json")
 
 
 async def subscribers_view(request: web.Request) -> web.Response:

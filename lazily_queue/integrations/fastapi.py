@@ -208,13 +208,14 @@ def add_monitor_routes(
                             media_type="application/json")
 
         @app.get(prefix + "/history.json", include_in_schema=False)
-        async def history(request: Request) -> JSONResponse:
+        async def history(request: Request) -> Response:
             try:
                 since = since_param(request.query_params.get("since"))
             except BadRequest as exc:
                 return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
                                     status_code=400)
-            return JSONResponse(monitor(request).history(since))
+            return Response(await monitor(request).history_document(since),
+                            media_type="application/json")
 
         @app.get(prefix + "/subscribers.json", include_in_schema=False)
         async def subscribers(request: Request) -> JSONResponse:

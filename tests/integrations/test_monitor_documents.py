@@ -1,11 +1,13 @@
-"""``/metrics`` and ``/status.json`` are built without holding the event loop (a
-member's heartbeats run on it): requests share a build, a slow build is reused for a
-while, the metrics are collected a family at a time and formatted off the loop, and the
-status lists its objects a slice at a time with the loop running between slices."""
+"""``/metrics``, ``/status.json`` and ``/history.json`` are built without holding the
+event loop (a member's heartbeats run on it): requests share a build, a slow build is
+reused for a while, history builds run in turn and paced, the metrics are collected a
+family at a time and formatted off the loop, and the status and the history list their
+objects a slice at a time with the loop running between slices."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import threading
 from collections.abc import Iterator
@@ -19,9 +21,15 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from lazily_queue import monitor_documents, object_listing, testing
+from lazily_queue import history, monitor_documents, object_listing, testing
 from lazily_queue.monitor import Monitor
-from lazily_queue.monitor_documents import SLOW, ThrottledDocument, render_metrics
+from lazily_queue.monitor_documents import (
+    LOOP_SHARE,
+    SLOW,
+    PacedBuilds,
+    ThrottledDocument,
+    render_metrics,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -162,3 +170,58 @@ def _noting(entry: Any, seen: list[int], turns: _Turns) -> Any:
         seen.append(turns.count)
         return entry(name, found)
     return noted
+
+
+async def test_history_builds_run_one_at_a_time_paced_after_a_slow_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Back-to-back requests for documents that differ by request (``/history.json``)
+    are built in turn, and after a slow build the next waits until the builds took at
+    most LOOP_SHARE of the time: strangers asking again and again cannot hold the loop."""
+    clock = _Clock()
+    monkeypatch.setattr(monitor_documents, "time", clock)
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float) -> None:
+        clock.now += delay
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    running, spans = [], []
+
+    async def build() -> bytes:
+        running.append(1)
+        assert len(running) == 1  # never two at once
+        start = clock.now
+        for _ in range(3):
+            await real_sleep(0)
+        clock.now += 2 * SLOW
+        spans.append((start, clock.now))
+        running.pop()
+        return b"doc"
+
+    paced = PacedBuilds()
+    assert await asyncio.gather(*(paced.run(build) for _ in range(4))) == [b"doc"] * 4
+    assert paced.builds == 4
+    for (_, ended), (started, _) in itertools.pairwise(spans):
+        assert started - ended == pytest.approx(2 * SLOW * (1 / LOOP_SHARE - 1))
+
+
+async def test_the_history_document_builds_a_slice_of_series_at_a_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(history, "SLICE", 10)
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = cluster.node(1)
+        await asyncio.gather(*(node.queue(f"q{k:02}").push(k) for k in range(45)))
+        monitor = Monitor(node)
+        for t in range(3):
+            monitor.history_source.sample(now=1000.0 + t)
+        with _Turns() as turns:
+            sliced = await monitor.history_source.document_sliced(1000.5)
+        assert turns.count >= 5  # 45 series in slices of 10
+        served = json.loads(await monitor.history_document(1000.5))
+        expected = monitor.history(1000.5)
+        for doc in (sliced, served, expected):
+            doc.pop("now")
+        assert sliced == served == expected
+        assert len(expected["objects"]) == 45
+        assert all(len(o["points"]) == 2 for o in expected["objects"].values())
