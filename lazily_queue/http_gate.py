@@ -7,7 +7,8 @@ cap is closed at once (counted and logged at most once per 10 s), so strangers c
 spend the file descriptors the node's journal, snapshots and links need; when every
 slot is taken, a source holding few takes the place of the oldest connection of the
 source holding the most (:class:`Connections`), so strangers holding every slot from a
-few addresses cannot keep the members from reading the node's vitals.
+few addresses cannot keep the members from reading the node's vitals; and a connection
+whose reader does not take its answers is closed once it has waited a while in all.
 :func:`serve` listens with the gate in front of an aiohttp runner's protocol factory.
 
 A request is answered only for the node's own names (:func:`own_host`): a page of
@@ -37,12 +38,20 @@ class Connections:
     heaviest source less one takes the place of that source's oldest connection, which
     is closed: a stranger holding every slot from a few addresses gives way to a reader
     from another (a member reading the page's vitals), while sources holding as many as
-    each other do not push each other out."""
+    each other do not push each other out.
 
-    def __init__(self, gate: AdmissionGate) -> None:
+    ``stall_limit``: the seconds in all a connection may wait for its reader to take
+    the answers written to it (``None``: no limit); one that waits longer is closed, so
+    a reader that does not read cannot hold its answers in the node's memory."""
+
+    def __init__(self, gate: AdmissionGate, *, stall_limit: float | None = None) -> None:
         self.gate = gate
+        self.stall_limit = stall_limit
         #: Connections closed to make room for another source's.
         self.evicted = 0
+        #: Connections closed past ``stall_limit``.
+        self.stalled = 0
+        self._stall_log = LogLimiter()
         self._open: dict[str, list[_Gated]] = {}
         self._log = LogLimiter()
 
@@ -71,6 +80,14 @@ class Connections:
                         self.gate.label, self.gate.max_pending,
                         len(self._open.get(heaviest, ())) + 1, heaviest, source, self.evicted)
 
+    def closed_stalled(self, source: str | None) -> None:
+        """Count (and log, at most once per 10 s) a connection closed past the limit."""
+        self.stalled += 1
+        if self._stall_log.allow():
+            log.warning("%s: closed a connection from %s whose reader took its answers for "
+                        "more than %g s; %d closed so far", self.gate.label, source,
+                        self.stall_limit, self.stalled)
+
     def release(self, connection: _Gated, source: str) -> None:
         """Give back ``connection``'s slot."""
         held = self._open.get(source, [])
@@ -90,6 +107,9 @@ class _Gated(asyncio.Protocol):
         self.source: str | None = None
         self.admitted = False
         self._transport: asyncio.Transport | None = None
+        self._stalled_for = 0.0
+        self._paused_at = 0.0
+        self._stall_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
@@ -117,13 +137,33 @@ class _Gated(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         if self.admitted:
+            limit = self.connections.stall_limit
+            if limit is not None and self._stall_timer is None:
+                loop = asyncio.get_running_loop()
+                self._paused_at = loop.time()
+                self._stall_timer = loop.call_later(max(0.0, limit - self._stalled_for),
+                                                    self._stalled)
             self.inner.pause_writing()
 
     def resume_writing(self) -> None:
         if self.admitted:
+            self._stop_stall_timer()
             self.inner.resume_writing()
 
+    def _stop_stall_timer(self) -> None:
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+            self._stalled_for += asyncio.get_running_loop().time() - self._paused_at
+
+    def _stalled(self) -> None:
+        self._stall_timer = None
+        self.connections.closed_stalled(self.source)
+        if self._transport is not None:
+            self._transport.abort()
+
     def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_stall_timer()
         if self.admitted:
             if self.source is not None:
                 self.connections.release(self, self.source)
@@ -133,11 +173,13 @@ class _Gated(asyncio.Protocol):
 
 
 async def serve(factory: Callable[[], Any], host: str, port: int, gate: AdmissionGate,
-                *, start_serving: bool = True) -> asyncio.Server:
+                *, start_serving: bool = True, stall_limit: float | None = None
+                ) -> asyncio.Server:
     """Listen on ``host:port`` with ``factory``'s protocols behind ``gate`` (with
-    ``start_serving=False``, bound but accepting only from ``start_serving()``)."""
+    ``start_serving=False``, bound but accepting only from ``start_serving()``;
+    ``stall_limit``: see :class:`Connections`)."""
     loop = asyncio.get_running_loop()
-    connections = Connections(gate)
+    connections = Connections(gate, stall_limit=stall_limit)
     return await loop.create_server(
         lambda: _Gated(cast(asyncio.Protocol, factory()), connections), host, port,
         reuse_address=True, start_serving=start_serving)

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from .monitor import Monitor
     from .node import Node
 
-#: Seconds an HTTP connection may sit idle or half-way through its request headers.
+#: Seconds an HTTP connection may sit idle or half-way through its request headers, and
+#: wait in all for its reader to take its answers.
 HTTP_IDLE_TIMEOUT = 15.0
 #: Open HTTP connections in all, and from one IP address (see :mod:`.http_gate`).
 HTTP_MAX_CONNECTIONS = 256
@@ -53,7 +54,8 @@ class HttpFront:
         gate = AdmissionGate(HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_SOURCE, label="http")
         try:
             self._server = await http_gate.serve(self._protocol, host, port, gate,
-                                                 start_serving=False)
+                                                 start_serving=False,
+                                                 stall_limit=HTTP_IDLE_TIMEOUT)
         except OSError as exc:
             raise ConfigError(
                 f"{self.config.source}: cannot serve HTTP on `http` = {host}:{port}: "

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import io
 import logging
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -17,6 +18,7 @@ import pytest
 
 from lazily_queue import http_gate, service_http
 from lazily_queue.config import parse_config
+from lazily_queue.monitor import Monitor
 from lazily_queue.service import NodeService
 
 TOKEN = "service-admin-token-0123456789"
@@ -250,6 +252,55 @@ async def test_the_session_cookie_is_secure_when_the_browser_came_over_https(
             assert "SameSite=Strict" in cookie and "Path=/;" in cookie + ";"
         plain = await login_cookie(host, port, f"Origin: http://{host}:{port}\r\n".encode())
         assert "secure" not in plain.lower() and "HttpOnly" in plain  # direct, over HTTP
+
+
+async def test_a_reader_that_does_not_take_its_answers_is_closed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers wait in the node's memory for their reader: a connection whose reader
+    does not take them is closed once it has waited HTTP_IDLE_TIMEOUT in all."""
+    monkeypatch.setattr(service_http, "HTTP_IDLE_TIMEOUT", 0.5)
+    async with (one_node(tmp_path, monkeypatch) as (host, port),
+                said("whose reader took its answers for more than 0.5 s") as closed):
+        loop = asyncio.get_running_loop()
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (host, port))
+            asked = 400  # pipelined, never read: megabytes of status pages
+            await loop.sock_sendall(sock, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * asked)
+            async with asyncio.timeout(20):
+                await closed.wait()
+            got = 0
+            with contextlib.suppress(ConnectionError):
+                while chunk := await loop.sock_recv(sock, 65536):
+                    got += len(chunk)
+        assert got < asked * len(Monitor.page())
+        assert await status_of(host, port) == b"HTTP/1.1 200 OK"
+
+
+@contextlib.asynccontextmanager
+async def said(text: str) -> AsyncIterator[asyncio.Event]:
+    """An event set once :mod:`.http_gate` logs a line holding ``text``."""
+    event = asyncio.Event()
+    handler = _Said(text, event)
+    logger = logging.getLogger(http_gate.__name__)
+    logger.addHandler(handler)
+    try:
+        yield event
+    finally:
+        logger.removeHandler(handler)
+
+
+class _Said(logging.Handler):
+    """Sets ``event`` once a line holding ``text`` is logged."""
+
+    def __init__(self, text: str, event: asyncio.Event) -> None:
+        super().__init__(logging.WARNING)
+        self.text, self.event = text, event
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.event.set()
 
 
 async def test_a_request_head_holds_a_bounded_number_of_header_lines(

@@ -196,6 +196,13 @@ MUTATIONS = [
          "test_strangers_holding_every_slot_give_way_to_another_source",),
         "strangers holding every HTTP slot from a few addresses give way to another source"),
     Mutation(
+        "http-unread-answers-kept", "lazily_queue/service_http.py",
+        "                                                 stall_limit=HTTP_IDLE_TIMEOUT)",
+        "                                                 stall_limit=None)",
+        ("tests/integrations/test_service_http.py::"
+         "test_a_reader_that_does_not_take_its_answers_is_closed",),
+        "a connection whose reader does not take its answers is closed"),
+    Mutation(
         "http-idle-connections-kept", "lazily_queue/service_http.py",
         "        runner = web.AppRunner(app, access_log=None, "
         "keepalive_timeout=HTTP_IDLE_TIMEOUT,\n",
