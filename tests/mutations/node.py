@@ -211,7 +211,7 @@ MUTATIONS = [
         "an idle or half-sent HTTP request is closed after HTTP_IDLE_TIMEOUT"),
     Mutation(
         "http-connections-ungated", "lazily_queue/http_gate.py",
-        "        if not self.gate.admit(source):",
+        "        if not gate.admit(source):",
         "        if False:",
         ("tests/integrations/test_service_http.py::"
          "test_one_source_cannot_take_every_connection",),
