@@ -16,9 +16,10 @@ after the node has started and stop it before the node stops. It serves:
   the queues, topics or work queues by name, every one reachable (a status lists only
   the largest of each kind: :mod:`.object_listing`);
 * :meth:`Monitor.metrics` (``/metrics``, Prometheus text);
-* :meth:`Monitor.status_document`, :meth:`Monitor.history_document` and
-  :meth:`Monitor.metrics_document`: the first, the second and the fourth as served over
-  HTTP, built so that requests cannot hold the event loop (:mod:`.monitor_documents`);
+* :meth:`Monitor.status_document`, :meth:`Monitor.history_document`,
+  :meth:`Monitor.subscribers_document`, :meth:`Monitor.objects_document` and
+  :meth:`Monitor.metrics_document`: those documents as served over HTTP, built so that
+  requests cannot hold the event loop (:mod:`.monitor_documents`);
 * :meth:`Monitor.page` (``/``): the status page, plain HTML and JavaScript with SVG
   charts (no build step, no CDN: it works offline). ``/?interval=MS`` sets its refresh
   period: a finite number of milliseconds, clamped to
@@ -119,6 +120,7 @@ class Monitor:
         self._metrics_document = ThrottledDocument(self.node_metrics.render_async)
         self._status_document = ThrottledDocument(self._build_status)
         self._history_builds = PacedBuilds()
+        self._listings = PacedBuilds()
 
     @property
     def metrics_content_type(self) -> str:
@@ -174,6 +176,22 @@ class Monitor:
     def objects(self, kind: str, prefix: str = "", offset: int = 0) -> dict[str, Any]:
         """One page of the objects of ``kind`` (``queues``, ``topics``, ``work_queues``)."""
         return objects_page(self.node.view, kind, prefix, offset)
+
+    async def subscribers_document(self, topic: str, prefix: str = "",
+                                   offset: int = 0) -> bytes:
+        """:meth:`subscribers` as JSON, one listing a turn of the loop (see
+        :mod:`.monitor_documents`)."""
+        async def build() -> bytes:
+            return json.dumps(self.subscribers(topic, prefix, offset)).encode()
+
+        return await self._listings.run(build)
+
+    async def objects_document(self, kind: str, prefix: str = "", offset: int = 0) -> bytes:
+        """:meth:`objects` as JSON, one listing a turn of the loop."""
+        async def build() -> bytes:
+            return json.dumps(self.objects(kind, prefix, offset)).encode()
+
+        return await self._listings.run(build)
 
     def metrics(self) -> bytes:
         return self.node_metrics.render()

@@ -9,8 +9,10 @@ election timeout (a full history, 200 objects over 5 minutes, 0.2 s).
   time on this document (they get the last one): only a state whose document takes
   long to build is answered with a document as old as a few of its builds.
 * :class:`PacedBuilds` builds a document that differs by request (``/history.json``
-  by its ``since``) one request at a time, each build starting only once the builds so
-  far took at most :data:`LOOP_SHARE` of the loop's time since the first slow one.
+  by its ``since``, a page of ``/objects.json`` or ``/subscribers.json``) one request
+  a turn of the loop, each build starting only once the builds so far took at most
+  :data:`LOOP_SHARE` of the loop's time since the first slow one (requests arriving
+  together would otherwise be built in one turn, the loop's timers waiting for all).
 * :func:`render_metrics` collects the metric families on the loop, letting it run
   between families, and formats them on a worker thread.
 """
@@ -79,8 +81,7 @@ class PacedBuilds:
         """``build()``'s document, built in turn with the others."""
         async with self._turn:
             wait = self._next_start - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
+            await asyncio.sleep(max(0.0, wait))  # a turn of its own, whoever waits
             started = time.monotonic()
             try:
                 return await build()

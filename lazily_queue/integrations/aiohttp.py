@@ -219,7 +219,9 @@ async def history_view(request: web.Request) -> web.Response:
 async def subscribers_view(request: web.Request) -> web.Response:
     try:
         topic, prefix, offset = listing_params(request.query)
-        return web.json_response(request.app[MONITOR].subscribers(topic, prefix, offset))
+        return web.Response(
+            body=await request.app[MONITOR].subscribers_document(topic, prefix, offset),
+            content_type="application/json")
     except BadListing as exc:
         return bad_request(str(exc))
     except UnknownTopic as exc:
@@ -232,7 +234,8 @@ async def objects_view(request: web.Request) -> web.Response:
         kind, prefix, offset = page_params(request.query)
     except BadListing as exc:
         return bad_request(str(exc))
-    return web.json_response(request.app[MONITOR].objects(kind, prefix, offset))
+    return web.Response(body=await request.app[MONITOR].objects_document(kind, prefix, offset),
+                        content_type="application/json")
 
 
 async def vitals_view(request: web.Request) -> web.Response:

@@ -218,10 +218,11 @@ def add_monitor_routes(
                             media_type="application/json")
 
         @app.get(prefix + "/subscribers.json", include_in_schema=False)
-        async def subscribers(request: Request) -> JSONResponse:
+        async def subscribers(request: Request) -> Response:
             try:
                 topic, start, offset = listing_params(request.query_params)
-                return JSONResponse(monitor(request).subscribers(topic, start, offset))
+                return Response(await monitor(request).subscribers_document(topic, start, offset),
+                                media_type="application/json")
             except BadListing as exc:
                 return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
                                     status_code=400)
@@ -230,13 +231,14 @@ def add_monitor_routes(
                                     status_code=404)
 
         @app.get(prefix + "/objects.json", include_in_schema=False)
-        async def objects(request: Request) -> JSONResponse:
+        async def objects(request: Request) -> Response:
             try:
                 kind, start, offset = page_params(request.query_params)
             except BadListing as exc:
                 return JSONResponse({"error": {"code": "bad_request", "message": str(exc)}},
                                     status_code=400)
-            return JSONResponse(monitor(request).objects(kind, start, offset))
+            return Response(await monitor(request).objects_document(kind, start, offset),
+                            media_type="application/json")
 
         @app.get(prefix + "/vitals.json", include_in_schema=False)
         async def vitals(request: Request) -> Response:

@@ -225,3 +225,33 @@ async def test_the_history_document_builds_a_slice_of_series_at_a_time(
         assert sliced == served == expected
         assert len(expected["objects"]) == 45
         assert all(len(o["points"]) == 2 for o in expected["objects"].values())
+
+
+async def test_listings_asked_together_are_built_a_turn_of_the_loop_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of ``/objects.json`` and ``/subscribers.json`` asked at once (a stranger's
+    connections) are each built in a turn of the loop of its own, so the loop's timers
+    (a member's heartbeats) run between them, not once all are built."""
+    async with testing.cluster(1, data_dir=tmp_path) as cluster:
+        node = cluster.node(1)
+        await node.queue("q").push(1)
+        await node.topic("t").subscribe("s")
+        monitor = Monitor(node)
+        seen: list[int] = []
+        turns = _Turns()
+        for name in ("objects", "subscribers"):
+            monkeypatch.setattr(monitor, name, _counting(getattr(monitor, name), seen, turns))
+        with turns:
+            pages = await asyncio.gather(
+                *(monitor.objects_document("queues") for _ in range(5)),
+                *(monitor.subscribers_document("t") for _ in range(5)))
+        assert len(set(seen)) == 10
+        assert json.loads(pages[0]) == monitor.objects("queues")
+        assert json.loads(pages[-1]) == monitor.subscribers("t")
+
+
+def _counting(build: Any, seen: list[int], turns: _Turns) -> Any:
+    def counted(*args: Any) -> Any:
+        seen.append(turns.count)
+        return build(*args)
+    return counted
