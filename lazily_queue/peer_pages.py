@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 
 #: Largest vitals answer read from a member (bytes).
 MAX_ANSWER = 256 * 1024
+#: The most characters of a page's status line an error quotes (every member's status
+#: repeats the error).
+QUOTED = 100
 
 
 async def fetch_page(url: str, *, timeout: float, headers: dict[str, str] | None = None,
@@ -72,7 +75,7 @@ async def fetch_page(url: str, *, timeout: float, headers: dict[str, str] | None
     status_line, *lines = head.decode("latin-1").split("\r\n")
     fields = status_line.split()
     if len(fields) < 2 or fields[1] != "200":
-        raise ValueError(f"{url} answered {status_line!r}")
+        raise ValueError(f"{url} answered {status_line[:QUOTED]!r}")
     answer_headers = {}
     for line in lines:
         name, _, value = line.partition(":")

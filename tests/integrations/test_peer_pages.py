@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from lazily_queue import testing
-from lazily_queue.peer_pages import PeerPages
+from lazily_queue.peer_pages import QUOTED, PeerPages
 from lazily_queue.replicated import ops
 from lazily_queue.status import node_status
 from lazily_queue.vitals import PROBLEM_TEXT, Vitals, journal_problem
@@ -68,6 +68,26 @@ async def test_vitals_of_another_shape_are_that_members_error(body: str) -> None
     entry = pages.answers["2"]
     assert entry["vitals"] == VITALS and entry["error"]
     json.dumps(entry, allow_nan=False)
+
+
+async def test_a_pages_error_quotes_a_bounded_part_of_its_answer() -> None:
+    """Every member's status repeats a member's vitals error: a page answering a status
+    line of 200,000 characters is quoted in at most QUOTED of them."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.0 " + b"x" * 200_000 + b"\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    pages = PeerPages(cast(Any, None))
+    try:
+        await pages._read("2", f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+    finally:
+        server.close()
+    assert "xxxx" in pages.answers["2"]["error"]
+    assert len(pages.answers["2"]["error"]) < QUOTED + 100
 
 
 async def test_a_hostile_page_does_not_stop_the_reading(tmp_path: Path) -> None:
