@@ -149,15 +149,16 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
             await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS,
                                "work queue dead letters")
             try:
-                have = (await b.js.consumer_info(self.stream, CONSUMER)).config
+                have = await b.js.consumer_info(self.stream, CONSUMER)
             except jserr.NotFoundError:
-                self._leases.clear()  # a new consumer holds none of this process's leases
-                have = (await b.js.add_consumer(self.stream, ConsumerConfig(
-                    durable_name=CONSUMER, **self._settings, **PUT_BACK))).config
-            problem = declared_problem(have, self.stream, "this work queue", self._settings)
+                self._leases.void()  # a new consumer holds none of this process's leases
+                have = await b.js.add_consumer(self.stream, ConsumerConfig(
+                    durable_name=CONSUMER, **self._settings, **PUT_BACK))
+            problem = declared_problem(have.config, self.stream, "this work queue",
+                                       self._settings)
             if problem is not None:
                 raise IncompatibleBrokerObject(f"nats at {b.address}: {problem}")
-            await put_back(b.js, self.stream, have)
+            self._consumer_read(await put_back(b.js, self.stream, have.config) or have)
             if self._subscribed:
                 return
             self._subscribed = True
@@ -189,6 +190,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
                 self._declared.forget()
                 await self._ensure_declared()  # refused, or put back
                 consumer = await b.js.consumer_info(self.stream, CONSUMER)
+            self._consumer_read(consumer)
             dead = await b.js.stream_info(self.dead_stream)
             if self._views_due():
                 delivered = consumer.delivered.stream_seq if consumer.delivered else 0
@@ -249,9 +251,21 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         log.warning("%r: consumer %s of stream %s is gone (deleted outside this library); "
                     "declaring the work queue again: its leases are void", self, CONSUMER,
                     self.stream)
-        self._leases.clear()
+        self._leases.void()
         self._declared.forget()
         await self._declared.ensure()
+
+    def _consumer_read(self, consumer: Any) -> None:
+        """The consumer as just read: one made again since the leases were taken (removed
+        and added outside this library) voids them (see :mod:`.nats_leases`)."""
+        held = len(self._leases)
+        if self._leases.consumer(consumer.created):
+            self._replaced(held, f"created at {consumer.created}")
+
+    def _replaced(self, held: int, how: str) -> None:
+        log.warning("%r: consumer %s of stream %s was made again outside this library "
+                    "(%s): %d lease(s) of this process are void, their items delivered "
+                    "again", self, CONSUMER, self.stream, how, held)
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
@@ -268,10 +282,14 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
             deadline = time.time() + self.visibility_timeout
             for msg in msgs:
                 meta = msg.metadata
+                held = len(self._leases)
+                delivery_id, again = self._leases.delivered(meta.sequence.consumer)
+                if again:
+                    self._replaced(held, f"delivery {meta.sequence.consumer} handed out again")
                 if meta.num_delivered > self.max_deliveries:
                     await self._dead_letter(msg, meta.num_delivered - 1, "expired")
                     continue
-                delivery = Delivery(meta.sequence.consumer, meta.sequence.stream,
+                delivery = Delivery(delivery_id, meta.sequence.stream,
                                     decode(msg.data), worker, meta.num_delivered, deadline)
                 self._leases[delivery.delivery_id] = (msg, delivery)
                 leased.append(delivery)

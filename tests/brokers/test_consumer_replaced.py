@@ -1,0 +1,122 @@
+"""A NATS work queue's consumer removed and added again outside this library with the
+same settings (``nats consumer rm`` and ``add``): the new consumer numbers its
+deliveries from 1 again and hands out at once what the old one had leased. The
+process's leases from before are void once it is seen (by a claim, a refresh, or the
+declaration after a reconnection): settling one is refused, never applied to the new
+consumer's delivery of the same number, and no item is lost."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import nats
+import pytest
+
+from lazily_queue import SettlementRejected, WorkQueueCell, connect
+from lazily_queue.brokers.nats_leases import Leases
+from lazily_queue.brokers.servers import BrokerServer
+
+from .conftest import fresh
+from .link_cutter import LinkCutter, wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def made_again(url: str, stream: str) -> None:
+    """Remove the work queue's consumer and add it again with its own settings."""
+    admin = await nats.connect(url)
+    try:
+        js = admin.jetstream()
+        config = (await js.consumer_info(stream, "lq")).config
+        await js.delete_consumer(stream, "lq")
+        await js.add_consumer(stream, config)
+    finally:
+        await admin.close()
+
+
+async def drained(jobs: WorkQueueCell) -> list[Any]:
+    """Claim and ack every item left (each claim waits up to 2 s)."""
+    values: list[Any] = []
+    while True:
+        try:
+            delivery = await jobs.claim("z", timeout=2)
+        except TimeoutError:
+            return values
+        values.append(delivery.value)
+        await jobs.ack("z", delivery.delivery_id)
+
+
+async def test_an_old_lease_is_not_settled_as_the_new_consumers_delivery(
+    nats_server: BrokerServer,
+) -> None:
+    """The claims after the change see the consumer's sequence start over: the lease
+    from before (delivery 2, item ``b``) is void, and the new deliveries (``b`` again,
+    then ``c``) get ids of their own, so its ack is refused instead of acking ``c``,
+    which no worker has done. The refreshes are held meanwhile, so only the claims can
+    tell."""
+    async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
+        jobs = client.work_queue(fresh("again-seq"), visibility_timeout=30, max_deliveries=3)
+        for value in "abc":
+            await jobs.push(value)
+        first = await jobs.claim("w", timeout=5)
+        held = await jobs.claim("w", timeout=5)
+        await jobs.ack("w", first.delivery_id)
+        storage: Any = jobs.storage
+        await storage.sync()
+        go_on = asyncio.Event()
+        read = storage._read
+
+        async def held_read() -> None:
+            await go_on.wait()
+            await read()
+
+        storage._read = held_read
+        await made_again(nats_server.url, storage.stream)
+        again = await jobs.claim("w", timeout=5)
+        third = await jobs.claim("w", timeout=5)
+        assert (again.value, third.value) == ("b", "c")
+        assert len({held.delivery_id, again.delivery_id, third.delivery_id}) == 3
+        with pytest.raises(SettlementRejected):
+            await jobs.ack("w", held.delivery_id)
+        await jobs.nack("w", third.delivery_id)  # c not done: delivered again
+        await jobs.ack("w", again.delivery_id)
+        go_on.set()
+        assert await drained(jobs) == ["c"]
+
+
+async def test_a_consumer_made_again_while_disconnected_voids_the_leases(
+    nats_server: BrokerServer,
+) -> None:
+    """Made again while the process's link is cut: the declaration after the
+    reconnection finds a consumer created at another time, so the lease taken before
+    is void (not counted in flight, its ack refused) and its item is claimed again."""
+    async with LinkCutter(nats_server.port) as link, \
+            connect(link.url, poll_interval=0.2, timeout=3) as client:
+        jobs = client.work_queue(fresh("again-cut"), visibility_timeout=30, max_deliveries=3)
+        await jobs.push("job")
+        delivery = await jobs.claim("w", timeout=5)
+        storage: Any = jobs.storage
+        nc = storage._backend.nc
+        link.cut()
+        await wait_for(lambda: not nc.is_connected, "the client to notice the cut")
+        await made_again(nats_server.url, storage.stream)
+        link.mend()
+        await wait_for(lambda: nc.is_connected, "the client to reconnect")
+        await storage.sync()
+        assert jobs.in_flight_len() == 0
+        with pytest.raises(SettlementRejected):
+            await jobs.ack("w", delivery.delivery_id)
+        assert await drained(jobs) == ["job"]
+
+
+def test_delivery_ids_stay_unique_across_consumers() -> None:
+    leases = Leases()
+    assert leases.consumer("t1") is False
+    assert leases.delivered(1) == (1, False)
+    assert leases.delivered(5) == (5, False)
+    assert leases.delivered(2) == (7, True)  # started over: above every id before
+    assert leases.consumer("t2") is False  # its creation time, first read
+    assert leases.delivered(3) == (8, False)
+    assert leases.consumer("t3") is True  # made again once more
+    assert leases.delivered(1) == (9, False)
