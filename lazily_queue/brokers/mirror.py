@@ -374,6 +374,12 @@ class MirroredObject:
         self._declared.forget()
         self._changed()
 
+    async def _check_again(self) -> None:
+        """Check the object's settings on the broker now, as where it is opened (raises
+        what the broker refuses it with)."""
+        self._declared.forget()
+        await self._ensure_declared()
+
     async def declare(self) -> None:
         """Create or check the broker objects now (the first operation does it otherwise);
         raises :class:`~lazily_queue.brokers.errors.IncompatibleBrokerObject` when

@@ -1,11 +1,12 @@
 """What this library does about an operator's change to a pull consumer it made
 (``nats consumer edit``, or ``rm`` and ``add`` for what cannot be edited), found where
-the object is declared and, for a work queue's and a topic subscriber's consumer, by
-the refresh that reads it (JetStream 2.9 announces no consumer update).
+the object is declared and by the refresh that reads it (JetStream 2.9 announces no
+consumer update; see :func:`refreshed`).
 
-- The settings a work queue declares (``ack_wait``, its visibility timeout, with no
-  ``backoff``, whose first value the server makes the ``ack_wait``; ``max_deliver``,
-  ``max_deliveries + 1``; explicit acks) are refused with
+- The explicit acks a queue declares, and the settings a work queue declares
+  (``ack_wait``, its visibility timeout, with no ``backoff``, whose first value the
+  server makes the ``ack_wait``; ``max_deliver``, ``max_deliveries + 1``; explicit
+  acks) are refused with
   :class:`~.errors.IncompatibleBrokerObject` naming the consumer and the fix, as where
   it is opened: another process may have declared them so.
 - The settings this library never gives a consumer, under which a pull would get other
@@ -23,9 +24,10 @@ the refresh that reads it (JetStream 2.9 announces no consumer update).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import nats.js.errors as jserr
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, ConsumerInfo
 
@@ -72,3 +74,22 @@ def declared_problem(config: ConsumerConfig, stream: str, what: str,
             f"those, or set them back (`nats consumer edit {stream} {name}`; a policy "
             f"cannot be edited: `nats consumer rm {stream} {name}`, and it is declared "
             "again, its unacknowledged messages delivered again); nothing was changed")
+
+
+async def refreshed(js: JetStreamContext, stream: str, name: str, wanted: Mapping[str, Any],
+                    gone: Callable[[], Awaitable[None]],
+                    declare: Callable[[], Awaitable[None]]) -> ConsumerInfo:
+    """Consumer ``name`` of ``stream`` as a refresh reads it: when it is gone, after
+    ``gone()`` declared it again; when a setting is not ``wanted``'s (an operator's
+    edit), after ``declare()`` checked it as where the object is opened (raising
+    :class:`~.errors.IncompatibleBrokerObject`, or putting the setting back)."""
+    try:
+        info = await js.consumer_info(stream, name)
+    except jserr.NotFoundError:
+        await gone()
+        info = await js.consumer_info(stream, name)
+    if astray(info.config, wanted):
+        await declare()
+        info = await js.consumer_info(stream, name)
+    found: ConsumerInfo = info
+    return found

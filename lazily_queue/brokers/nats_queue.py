@@ -16,8 +16,9 @@ moves the stream to the subject ``lq.q.<name>.closed``: a later publish finds no
 stream (``Closed``) while the messages still drain. ``unpoll`` publishes the elements
 again, at the tail: JetStream cannot put a message back at the head.
 
-A consumer deleted outside this library is declared again at the next pop (the
-stream keeps every element not acknowledged). JetStream matches an ack to a pending
+A consumer deleted outside this library is declared again at the next pop or refresh
+(the stream keeps every element not acknowledged); an operator's edit of its settings
+is refused or put back by the next refresh (:mod:`.nats_consumer_settings`). JetStream matches an ack to a pending
 message by its stream sequence only, so an element another process pulled from the
 old consumer just then, and the new one delivered again, may be handed out by both (as
 when a slow ack comes after ``ack_wait``).
@@ -52,7 +53,7 @@ from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import QueueMirror
 from .nats_backend import MAX_MESSAGES, MAX_MESSAGES_EXCEEDED
-from .nats_consumer_settings import put_back
+from .nats_consumer_settings import PUT_BACK, declared_problem, put_back, refreshed
 from .nats_limits import MAX_INT, check_within, silent_deletions
 from .nats_names import object_token
 from .nats_requests import UNLIMITED_ACK_PENDING
@@ -64,6 +65,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 CONSUMER = "lq"
+#: What a queue declares of its consumer (:mod:`.nats_consumer_settings`): under other
+#: acks (``all``) an ack would also take elements another pop has not acknowledged.
+DECLARED = {"ack_policy": AckPolicy.EXPLICIT}
+#: Put back as :data:`~.nats_consumer_settings.PUT_BACK`: past a ``max_deliver``, an
+#: element whose pop was interrupted before its ack would never be delivered again.
+PUT_BACK_TOO = {**PUT_BACK, "max_deliver": -1}
 
 
 @bounds_timeouts
@@ -138,11 +145,10 @@ class NatsQueueStorage(StreamDeclared, QueueMirror[T]):
                 consumer = await b.js.add_consumer(self.stream, ConsumerConfig(
                     durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT,
                     ack_wait=self._ack_wait, max_ack_pending=UNLIMITED_ACK_PENDING))
-            if consumer.config.ack_policy != AckPolicy.EXPLICIT:
-                raise IncompatibleBrokerObject(
-                    f"nats at {b.address}: consumer {CONSUMER} of {self.stream} does not "
-                    "use explicit acks")
-            await put_back(b.js, self.stream, consumer.config)
+            problem = declared_problem(consumer.config, self.stream, "this queue", DECLARED)
+            if problem is not None:
+                raise IncompatibleBrokerObject(f"nats at {b.address}: {problem}")
+            await put_back(b.js, self.stream, consumer.config, **PUT_BACK_TOO)
             if not self._subscribed:
                 self._subscribed = True
                 await b.subscribe(self.subject, self._changed)
@@ -163,6 +169,8 @@ class NatsQueueStorage(StreamDeclared, QueueMirror[T]):
         b = self._backend
         async with b.errors(f"reading stream {self.stream}"):
             info, anew = await self._stream_declared(self.stream)
+            await refreshed(b.js, self.stream, CONSUMER, {**DECLARED, **PUT_BACK_TOO},
+                            self._declare_again, self._check_again)
             if anew:  # another stream: its sequences say nothing of the old one's
                 self._version, self._items = -1, []
             state = info.state

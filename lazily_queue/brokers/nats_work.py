@@ -62,7 +62,7 @@ from . import nats_dead_letters
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import WorkMirror
-from .nats_consumer_settings import PUT_BACK, astray, declared_problem, put_back
+from .nats_consumer_settings import PUT_BACK, declared_problem, put_back, refreshed
 from .nats_leases import Leases
 from .nats_limits import MAX_INT, MAX_SECONDS, check_within, silent_deletions
 from .nats_names import object_token
@@ -181,15 +181,9 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         b = self._backend
         limit = max(1, b.view_limit)
         async with b.errors(f"reading work queue {self.stream}"):
-            try:
-                consumer = await b.js.consumer_info(self.stream, CONSUMER)
-            except jserr.NotFoundError:
-                await self._declare_again()
-                consumer = await b.js.consumer_info(self.stream, CONSUMER)
-            if astray(consumer.config, {**self._settings, **PUT_BACK}):  # an operator's edit
-                self._declared.forget()
-                await self._ensure_declared()  # refused, or put back
-                consumer = await b.js.consumer_info(self.stream, CONSUMER)
+            consumer = await refreshed(b.js, self.stream, CONSUMER,
+                                       {**self._settings, **PUT_BACK}, self._declare_again,
+                                       self._check_again)
             self._consumer_read(consumer)
             dead = await b.js.stream_info(self.dead_stream)
             if self._views_due():

@@ -17,7 +17,7 @@ import nats
 import pytest
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from lazily_queue import TopicCell, WorkQueueCell, connect
+from lazily_queue import QueueCell, TopicCell, WorkQueueCell, connect
 from lazily_queue.brokers import IncompatibleBrokerObject
 from lazily_queue.brokers.nats_work import CONSUMER
 from lazily_queue.brokers.servers import BrokerServer
@@ -139,6 +139,25 @@ async def test_what_a_work_queue_never_sets_is_put_back(
     config = (await js.consumer_info(stream, CONSUMER)).config
     assert (config.max_ack_pending, config.headers_only) == (-1, None)
     assert (await jobs.claim("w", timeout=5)).value == "first"
+
+
+@pytest.mark.parametrize("changes", [*PUT_BACK_CHANGES, {"max_deliver": 1}],
+                         ids=lambda c: next(iter(c)))
+async def test_what_a_queue_never_sets_is_put_back_by_a_refresh(
+    provider: Any, js: Any, changes: dict[str, Any],
+) -> None:
+    """As a work queue's: before, a queue's consumer was checked only where the queue
+    was opened, so its pops went on under the change (headers only: each element popped
+    as an empty ``Undecodable``, lost)."""
+    queue: QueueCell[Any] = QueueCell(provider.queue(fresh("edited-queue")))
+    await queue.push("first")
+    storage: Any = queue.storage
+    await storage.sync()
+    await edit(js, storage.stream, CONSUMER, **changes)
+    await storage.sync()
+    config = (await js.consumer_info(storage.stream, CONSUMER)).config
+    assert (config.max_ack_pending, config.headers_only, config.max_deliver) == (-1, None, -1)
+    assert await queue.pop(timeout=5) == "first"
 
 
 @pytest.mark.parametrize("changes", [
