@@ -18,10 +18,11 @@ again, at the tail: JetStream cannot put a message back at the head.
 
 A consumer deleted outside this library is declared again at the next pop or refresh
 (the stream keeps every element not acknowledged); an operator's edit of its settings
-is refused or put back by the next refresh (:mod:`.nats_consumer_settings`). JetStream matches an ack to a pending
-message by its stream sequence only, so an element another process pulled from the
-old consumer just then, and the new one delivered again, may be handed out by both (as
-when a slow ack comes after ``ack_wait``).
+is refused or put back by the next refresh (:mod:`.nats_consumer_settings`).
+JetStream matches an ack to a pending message by its stream sequence only, so an
+element another process pulled from the old consumer just then, and the new one
+delivered again, may be handed out by both (as when a slow ack comes after
+``ack_wait``).
 
 Readers follow pushes made elsewhere by the stream's subject, and pops made by other
 processes of this library by their announcements on ``lq.n.q.<name>`` (at most one
@@ -255,7 +256,8 @@ class NatsQueueStorage(StreamDeclared, QueueMirror[T]):
         await self._ready()
         b = self._backend
         async with b.errors(f"popping from {self.stream}"):
-            msgs = await b.pull_declared(self.stream, CONSUMER, n, self._declare_again)
+            msgs = await b.pull_declared(self.stream, CONSUMER, n, self._declare_again,
+                                         self.redeclare)
             acks = await b.replies.ack_many(msgs)
         taken: list[T] = []
         for msg, ack in zip(msgs, acks, strict=True):

@@ -16,6 +16,8 @@ from nats.js import JetStreamContext
 from .errors import BrokerObjectLost
 from .nats_requests import Replies
 
+#: The header of a message a ``headers_only`` consumer delivered without its payload.
+HEADERS_ONLY = "Nats-Msg-Size"
 #: Seconds a ``no_wait`` pull may go without any answer before the consumer is looked
 #: up (the server answers one from an existing consumer at once).
 PULL_GRACE = 0.25
@@ -71,15 +73,26 @@ class NatsReads:
         return info.created is not None and info.created >= when
 
     async def pull_declared(self, stream: str, consumer: str, n: int,
-                            declare_again: Callable[[], Awaitable[None]]) -> list[Msg]:
+                            declare_again: Callable[[], Awaitable[None]],
+                            edited: Callable[[], None]) -> list[Msg]:
         """:meth:`pull`; when the consumer is gone (deleted outside this library),
         ``declare_again()`` and pull once more: the stream keeps every message not
-        acknowledged, and a new consumer delivers each of them."""
+        acknowledged, and a new consumer delivers each of them. Messages delivered
+        without their payload (an operator set the consumer to ``headers_only``) are
+        read whole from the stream, and ``edited()`` has the setting put back."""
         try:
-            return await self.pull(stream, consumer, n)
+            msgs = await self.pull(stream, consumer, n)
         except BrokerObjectLost:
             await declare_again()
-        return await self.pull(stream, consumer, n)
+            msgs = await self.pull(stream, consumer, n)
+        cut = [msg for msg in msgs if not msg.data and msg.headers
+               and HEADERS_ONLY in msg.headers]
+        if cut:
+            edited()
+        for msg in cut:
+            raw = await self.js.get_msg(stream, seq=msg.metadata.sequence.stream, direct=True)
+            msg.data = raw.data or b""
+        return msgs
 
     async def ack(self, msg: Msg, kind: bytes = b"+ACK") -> None:
         """Acknowledge (``+ACK``, ``+TERM``, ``-NAK``) and wait for the server's answer

@@ -272,7 +272,8 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         leased: list[Delivery] = []
         sent = self._newest()
         async with b.errors(f"claiming from {self.stream}"):
-            msgs = await b.pull_declared(self.stream, CONSUMER, n, self._declare_again)
+            msgs = await b.pull_declared(self.stream, CONSUMER, n, self._declare_again,
+                                         self.redeclare)
             deadline = time.time() + self.visibility_timeout
             for msg in msgs:
                 meta = msg.metadata

@@ -7,7 +7,6 @@ consumer's delivery of the same number, and no item is lost."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import nats
@@ -18,6 +17,7 @@ from lazily_queue.brokers.nats_leases import Leases
 from lazily_queue.brokers.servers import BrokerServer
 
 from .conftest import fresh
+from .held_refreshes import hold_refreshes
 from .link_cutter import LinkCutter, wait_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -64,14 +64,7 @@ async def test_an_old_lease_is_not_settled_as_the_new_consumers_delivery(
         await jobs.ack("w", first.delivery_id)
         storage: Any = jobs.storage
         await storage.sync()
-        go_on = asyncio.Event()
-        read = storage._read
-
-        async def held_read() -> None:
-            await go_on.wait()
-            await read()
-
-        storage._read = held_read
+        go_on = hold_refreshes(storage)
         await made_again(nats_server.url, storage.stream)
         again = await jobs.claim("w", timeout=5)
         third = await jobs.claim("w", timeout=5)

@@ -24,6 +24,7 @@ from lazily_queue.brokers.servers import BrokerServer
 from lazily_queue.client.brokers import open_provider
 
 from .conftest import fresh
+from .held_refreshes import hold_refreshes
 from .link_cutter import LinkCutter, wait_for
 
 pytestmark = pytest.mark.timeout(60)
@@ -158,6 +159,29 @@ async def test_what_a_queue_never_sets_is_put_back_by_a_refresh(
     config = (await js.consumer_info(storage.stream, CONSUMER)).config
     assert (config.max_ack_pending, config.headers_only, config.max_deliver) == (-1, None, -1)
     assert await queue.pop(timeout=5) == "first"
+
+
+async def test_a_pop_and_a_claim_before_the_refresh_get_the_whole_values(
+    provider: Any, js: Any,
+) -> None:
+    """Under ``headers_only`` the server delivers no payload: a pop or claim made before
+    any refresh puts the setting back reads the values from the stream (before, the pop
+    acked the element and returned an empty ``Undecodable``, and the claim leased one)."""
+    queue: QueueCell[Any] = QueueCell(provider.queue(fresh("cut-queue")))
+    jobs = work_queue(provider)
+    for cell in (queue, jobs):
+        await cell.push("whole")
+        storage: Any = cell.storage
+        await storage.sync()
+        go_on = hold_refreshes(storage)
+        await edit(js, storage.stream, CONSUMER, headers_only=True)
+        if cell is queue:
+            assert await queue.pop(timeout=5) == "whole"
+        else:
+            assert (await jobs.claim("w", timeout=5)).value == "whole"
+        go_on.set()
+        await storage.sync()
+        assert (await js.consumer_info(storage.stream, CONSUMER)).config.headers_only is None
 
 
 @pytest.mark.parametrize("changes", [
