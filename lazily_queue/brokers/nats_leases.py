@@ -6,12 +6,17 @@ A ``delivery_id`` is the consumer's delivery sequence, above the ids this proces
 out from consumers before: a consumer made again (``nats consumer rm`` and ``add`` with
 the same settings, or a server restarted without having written its consumer's state)
 numbers its deliveries from 1 again. The leases taken before are void once that is
-seen (a consumer created at another time, a delivery sequence at or below the last one
-this process was handed), and the new consumer's deliveries get ids none of them had,
-so a settlement of an old lease is refused, never applied to another delivery."""
+seen: the server announces the consumer's deletion, a claim is handed a delivery
+sequence at or below the last one this process was, or the consumer, read after such a
+claim, counts fewer deliveries than that (its creation time cannot tell: nats-server
+2.9 moves it on every restart). The new consumer's deliveries get ids none of them had,
+so a settlement of an old lease is refused, never applied to another delivery. They are
+void too once the stream is another (deleted and made again, or a server that lost its
+data): its sequences, which an ack names, are other messages."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -19,15 +24,19 @@ from nats.aio.msg import Msg
 
 from ..core.work import Delivery
 
+log = logging.getLogger(__name__)
+
 
 class Leases(dict[int, tuple[Msg, Delivery]]):
     """``delivery_id`` -> ``(message, delivery)`` of this process's live leases."""
 
-    def __init__(self) -> None:
+    def __init__(self, owner: str = "leases", consumer: str = "") -> None:
         super().__init__()
-        #: When the consumer the leases were taken from was created (None: not known).
+        #: How the warnings about void leases name the work queue and its consumer.
+        self.owner, self.consumer = owner, consumer
+        #: When the stream the leases were taken from was created (None: not known).
         self.created: Any = None
-        #: The highest delivery sequence this process was handed by that consumer.
+        #: The highest delivery sequence this process was handed by the consumer.
         self.last = 0
         #: What the delivery ids of that consumer's deliveries are above.
         self.base = 0
@@ -43,30 +52,51 @@ class Leases(dict[int, tuple[Msg, Delivery]]):
             return None
         return lease
 
-    def void(self) -> int:
-        """Forget every lease and the consumer they came from: how many there were."""
+    def void(self, why: str = "") -> int:
+        """Forget every lease and the consumer's numbering, logging ``why`` when there
+        were any: how many there were."""
         held = len(self)
         self.clear()
-        self.created, self.base, self.last = None, self.base + self.last, 0
+        self.base, self.last = self.base + self.last, 0
+        if why and held:
+            log.warning("%s: %s (outside this library, or by a server restarted without "
+                        "all its data): %d lease(s) of this process are void, their items "
+                        "delivered again", self.owner, why, held)
         return held
 
-    def consumer(self, created: Any) -> bool:
-        """Record the creation time of the consumer as just read; when it is not the
+    def stream(self, created: Any) -> bool:
+        """Record the creation time of the stream as just declared; when it is not the
         one the leases came from (made again meanwhile), void them first: whether it was
         another."""
         other = self.created is not None and created != self.created
         if other:
-            self.void()
+            self.void(f"its stream was made again (created at {created})")
         self.created = created
         return other
+
+    def seen(self) -> tuple[int, int]:
+        """What :meth:`counted` compares a consumer read from now on with."""
+        return self.base, self.last
+
+    def counted(self, consumer: Any, seen: tuple[int, int]) -> bool:
+        """Whether ``consumer`` (its info), read after :meth:`seen` returned ``seen``,
+        counts fewer deliveries than this process had been handed by then (it numbers
+        from 1 again), its leases from before then void."""
+        delivered = (consumer.delivered.consumer_seq if consumer.delivered else 0) or 0
+        base, last = seen
+        again = base == self.base and delivered < last
+        if again:
+            self.void(f"consumer {self.consumer} counts {delivered} deliveries, fewer than "
+                      "it handed this process")
+        return again
 
     def delivered(self, sequence: int) -> tuple[int, bool]:
         """The delivery id of delivery ``sequence`` just pulled, and whether it showed a
         consumer made again (a sequence at or below the last one: it started over), whose
-        leases from before are then void (its creation time unknown until read)."""
+        leases from before are then void."""
         again = sequence <= self.last
         if again:
-            self.void()
+            self.void(f"consumer {self.consumer} handed out delivery {sequence} again")
         self.last = sequence
         return self.base + sequence, again
 

@@ -34,6 +34,7 @@ What differs from the in-process work queue (capabilities: ``observable``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -108,7 +109,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         #: Where this library's processes announce their claims and settlements.
         self.notices = f"lq.n.w.{tok}"
         self._listener: WorkQueueChangeListener | None = None
-        self._leases = Leases()
+        self._leases = Leases(f"nats work queue {shown(name)}", f"{CONSUMER} of {self.stream}")
         self._counts = (0, 0, 0)
         self._pending: list[PendingItem] = []
         self._dead: list[DeadLetter] = []
@@ -146,10 +147,13 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         async with b.errors(f"declaring work queue {self.stream}"):
             self._created = (await self._stream(
                 self.stream, self.subject, RetentionPolicy.WORK_QUEUE, "work queue")).created
+            self._leases.stream(self._created)
             await self._stream(self.dead_stream, self.dead_subject, RetentionPolicy.LIMITS,
                                "work queue dead letters")
+            seen = self._leases.seen()
             try:
                 have = await b.js.consumer_info(self.stream, CONSUMER)
+                self._leases.counted(have, seen)
             except jserr.NotFoundError:
                 self._leases.void()  # a new consumer holds none of this process's leases
                 have = await b.js.add_consumer(self.stream, ConsumerConfig(
@@ -158,13 +162,15 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
                                        self._settings)
             if problem is not None:
                 raise IncompatibleBrokerObject(f"nats at {b.address}: {problem}")
-            self._consumer_read(await put_back(b.js, self.stream, have.config) or have)
+            await put_back(b.js, self.stream, have.config)
             if self._subscribed:
                 return
             self._subscribed = True
             for subject in (self.subject, self.dead_subject, self.notices,
                             f"$JS.EVENT.ADVISORY.CONSUMER.*.{self.stream}.*"):
                 await b.subscribe(subject, self._changed)
+            await b.subscribe(f"$JS.EVENT.ADVISORY.CONSUMER.DELETED.{self.stream}.{CONSUMER}",
+                              self._deleted)
             # The stream changed (a limit set that would delete items), announced or while
             # disconnected: its settings are checked again, as where it is opened.
             await b.watch_stream(self.stream, self.redeclare)
@@ -181,10 +187,11 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         b = self._backend
         limit = max(1, b.view_limit)
         async with b.errors(f"reading work queue {self.stream}"):
+            seen = self._leases.seen()
             consumer = await refreshed(b.js, self.stream, CONSUMER,
                                        {**self._settings, **PUT_BACK}, self._declare_again,
                                        self._check_again)
-            self._consumer_read(consumer)
+            self._leases.counted(consumer, seen)
             dead = await b.js.stream_info(self.dead_stream)
             if self._views_due():
                 delivered = consumer.delivered.stream_seq if consumer.delivered else 0
@@ -249,17 +256,10 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         self._declared.forget()
         await self._declared.ensure()
 
-    def _consumer_read(self, consumer: Any) -> None:
-        """The consumer as just read: one made again since the leases were taken (removed
-        and added outside this library) voids them (see :mod:`.nats_leases`)."""
-        held = len(self._leases)
-        if self._leases.consumer(consumer.created):
-            self._replaced(held, f"created at {consumer.created}")
-
-    def _replaced(self, held: int, how: str) -> None:
-        log.warning("%r: consumer %s of stream %s was made again outside this library "
-                    "(%s): %d lease(s) of this process are void, their items delivered "
-                    "again", self, CONSUMER, self.stream, how, held)
+    def _deleted(self) -> None:
+        """The server announced the consumer's deletion: the leases went with it."""
+        self._leases.void("it was deleted")
+        self._changed()
 
     async def poll_many(
         self, worker: str, n: int, now: float | None, *, timeout: float | None = None
@@ -277,10 +277,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
             deadline = time.time() + self.visibility_timeout
             for msg in msgs:
                 meta = msg.metadata
-                held = len(self._leases)
-                delivery_id, again = self._leases.delivered(meta.sequence.consumer)
-                if again:
-                    self._replaced(held, f"delivery {meta.sequence.consumer} handed out again")
+                delivery_id, _ = self._leases.delivered(meta.sequence.consumer)
                 if meta.num_delivered > self.max_deliveries:
                     await self._dead_letter(msg, meta.num_delivered - 1, "expired")
                     continue
@@ -294,6 +291,15 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
                 self._install(0, self._counts[2])
         self._mutated()
         return WT(leased, 0)
+
+    async def _leases_checked(self) -> None:
+        """Before a settlement, release or extend: the declaration a reconnection (or the
+        server's announcement) asked for has run, so the leases of a stream made again
+        meanwhile are void, not acked as its messages of the same numbers. A work queue
+        refused for its settings still settles."""
+        self._notice()
+        with contextlib.suppress(IncompatibleBrokerObject):
+            await self._declared.ensure()
 
     def check_worker_name(self, worker: str) -> None:
         """Raise :class:`InvalidName` unless ``worker`` is a non-empty name within the
@@ -318,6 +324,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         self, worker: str, delivery_id: int, outcome: Settlement, *,
         timeout: float | None = None,
     ) -> WT[Receipt | None]:
+        await self._leases_checked()
         lease = self._leases.owned(worker, delivery_id)
         if lease is None:
             return WT(None, 0)
@@ -345,6 +352,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         self, worker: str, delivery_ids: list[int], *, timeout: float | None = None
     ) -> WT[int]:
         released = 0
+        await self._leases_checked()
         for delivery_id in delivery_ids:
             lease = self._leases.owned(worker, delivery_id)
             if lease is not None:
@@ -365,6 +373,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         self, worker: str, delivery_id: int, now: float | None, *,
         timeout: float | None = None,
     ) -> WT[bool]:
+        await self._leases_checked()
         lease = self._leases.owned(worker, delivery_id)
         if lease is None:
             return WT(False, 0)

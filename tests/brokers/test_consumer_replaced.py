@@ -1,12 +1,15 @@
 """A NATS work queue's consumer removed and added again outside this library with the
-same settings (``nats consumer rm`` and ``add``): the new consumer numbers its
-deliveries from 1 again and hands out at once what the old one had leased. The
-process's leases from before are void once it is seen (by a claim, a refresh, or the
-declaration after a reconnection): settling one is refused, never applied to the new
-consumer's delivery of the same number, and no item is lost."""
+same settings (``nats consumer rm`` and ``add``), or its stream made anew (a server
+restarted without its data): the new consumer numbers its deliveries from 1 again and
+hands out at once what the old one had leased. A claim that sees the numbering start
+over voids the process's leases from before and gives the new deliveries ids of their
+own, so settling an old lease is refused, never applied to another delivery; so is a
+settlement after the stream was made anew. No item is lost."""
 
 from __future__ import annotations
 
+import shutil
+from types import SimpleNamespace
 from typing import Any
 
 import nats
@@ -14,7 +17,7 @@ import pytest
 
 from lazily_queue import SettlementRejected, WorkQueueCell, connect
 from lazily_queue.brokers.nats_leases import Leases
-from lazily_queue.brokers.servers import BrokerServer
+from lazily_queue.brokers.servers import BrokerServer, NatsServer
 
 from .conftest import fresh
 from .held_refreshes import hold_refreshes
@@ -78,12 +81,43 @@ async def test_an_old_lease_is_not_settled_as_the_new_consumers_delivery(
         assert await drained(jobs) == ["c"]
 
 
+async def test_a_lease_is_not_acked_on_the_stream_a_server_made_anew() -> None:
+    """nats-server restarted without its data, and another process declares the work
+    queue again and pushes before this one settles a lease taken before: the settlement
+    waits for the declaration the reconnection asked for, which finds another stream,
+    so it is refused instead of acking the new stream's message of the same sequence
+    (which no worker has done). The refreshes are held, so only the settlement can
+    tell."""
+    async with NatsServer() as server, \
+            connect(server.url, poll_interval=0.2, timeout=3) as client:
+        name = fresh("again-wiped")
+        jobs = client.work_queue(name, visibility_timeout=30, max_deliveries=3)
+        await jobs.push("old")
+        delivery = await jobs.claim("w", timeout=5)
+        storage: Any = jobs.storage
+        go_on = hold_refreshes(storage)
+        nc = storage._backend.nc
+        await server.stop(kill=True)
+        shutil.rmtree(server.directory / "jetstream")
+        await server.start()
+        async with connect(server.url, timeout=3) as other:
+            await other.work_queue(name, visibility_timeout=30, max_deliveries=3).push("new")
+        await wait_for(lambda: nc.is_connected, "the client to reconnect")
+        with pytest.raises(SettlementRejected):
+            await jobs.ack("w", delivery.delivery_id)
+        go_on.set()
+        assert await drained(jobs) == ["new"]
+
+
 async def test_a_consumer_made_again_while_disconnected_voids_the_leases(
     nats_server: BrokerServer,
 ) -> None:
-    """Made again while the process's link is cut: the declaration after the
-    reconnection finds a consumer created at another time, so the lease taken before
-    is void (not counted in flight, its ack refused) and its item is claimed again."""
+    """Made again while the process's link is cut (the deletion announced to no one
+    here): the declaration after the reconnection finds it counting fewer deliveries
+    than it handed this process, so the lease taken before is void, its ack refused
+    before it is sent (acked on the new consumer, which never delivered it, it would
+    leave nats-server 2.9 not answering claims while nothing else is pending), and its
+    item is claimed again."""
     async with LinkCutter(nats_server.port) as link, \
             connect(link.url, poll_interval=0.2, timeout=3) as client:
         jobs = client.work_queue(fresh("again-cut"), visibility_timeout=30, max_deliveries=3)
@@ -96,20 +130,50 @@ async def test_a_consumer_made_again_while_disconnected_voids_the_leases(
         await made_again(nats_server.url, storage.stream)
         link.mend()
         await wait_for(lambda: nc.is_connected, "the client to reconnect")
-        await storage.sync()
-        assert jobs.in_flight_len() == 0
         with pytest.raises(SettlementRejected):
             await jobs.ack("w", delivery.delivery_id)
+        assert jobs.in_flight_len() == 0
         assert await drained(jobs) == ["job"]
+
+
+async def test_a_consumer_deleted_and_added_while_connected_voids_the_leases(
+    nats_server: BrokerServer,
+) -> None:
+    """The server announces the deletion: the lease taken before is void by then,
+    though no claim or refresh saw the new consumer (they are held)."""
+    async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
+        jobs = client.work_queue(fresh("again-told"), visibility_timeout=30, max_deliveries=3)
+        await jobs.push("job")
+        delivery = await jobs.claim("w", timeout=5)
+        storage: Any = jobs.storage
+        go_on = hold_refreshes(storage)
+        await made_again(nats_server.url, storage.stream)
+        await wait_for(lambda: not storage.in_flight(), "the deletion to be announced")
+        with pytest.raises(SettlementRejected):
+            await jobs.ack("w", delivery.delivery_id)
+        go_on.set()
+        assert await drained(jobs) == ["job"]
+
+
+def counting(delivered: int) -> Any:
+    """A consumer's info as :meth:`Leases.counted` reads it."""
+    return SimpleNamespace(delivered=SimpleNamespace(consumer_seq=delivered))
 
 
 def test_delivery_ids_stay_unique_across_consumers() -> None:
     leases = Leases()
-    assert leases.consumer("t1") is False
+    seen = leases.seen()
+    assert leases.counted(counting(0), seen) is False
+    assert leases.stream("t1") is False
     assert leases.delivered(1) == (1, False)
     assert leases.delivered(5) == (5, False)
     assert leases.delivered(2) == (7, True)  # started over: above every id before
-    assert leases.consumer("t2") is False  # its creation time, first read
     assert leases.delivered(3) == (8, False)
-    assert leases.consumer("t3") is True  # made again once more
-    assert leases.delivered(1) == (9, False)
+    seen = leases.seen()
+    assert leases.delivered(4) == (9, False)
+    assert leases.counted(counting(3), seen) is False  # read after seen(): 3 delivered by then
+    assert leases.counted(counting(2), seen) is True  # fewer: numbered from 1 again
+    assert leases.delivered(1) == (10, False)
+    assert leases.stream("t1") is False
+    assert leases.stream("t2") is True  # another stream: numbered above again
+    assert leases.delivered(1) == (11, False)
