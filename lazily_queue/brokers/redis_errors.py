@@ -78,6 +78,10 @@ async def mapped_errors(address: str, doing: str) -> AsyncIterator[None]:
         raise BrokerUnavailable(
             f"redis at {address} answered {doing} in another protocol: it is not a "
             "Redis server (check the host and port)") from None
+    except rexc.BusyLoadingError:
+        raise BrokerUnavailable(
+            f"redis at {address} is loading its data (it was just started) and refused "
+            f"{doing}; nothing was changed: try again in a moment") from None
     except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
         raise BrokerUnavailable(
             f"redis at {address} is unreachable while {doing}: {str(exc).rstrip('.')}"

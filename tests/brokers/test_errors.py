@@ -205,3 +205,15 @@ async def test_closing_returns_when_the_broker_connection_never_finishes_closing
     provider.nc.drain = never  # type: ignore[method-assign]
     await asyncio.wait_for(provider.close(), 30)
     assert provider.nc.is_closed
+
+
+async def test_a_redis_loading_its_data_is_not_called_unreachable() -> None:
+    """Just started, redis answers ``LOADING`` until its AOF is read: the error names
+    that, not an address to check."""
+    import redis.exceptions
+
+    from lazily_queue.brokers.redis_errors import mapped_errors
+
+    with pytest.raises(BrokerUnavailable, match=r"is loading its data .*try again in a "):
+        async with mapped_errors("redis://127.0.0.1:6379/0", "popping"):
+            raise redis.exceptions.BusyLoadingError("Redis is loading the dataset in memory")
