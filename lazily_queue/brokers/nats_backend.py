@@ -105,6 +105,7 @@ class NatsJetStreamStorage(NatsReads):
         self.view_limit = view_limit
         self._owns = owns_connection
         self.replies = Replies(nc, timeout, address)
+        self.outages.dropped.append(self.replies.drop_waiting)
         self._objects: list[Any] = []
         self._subs: list[Any] = []
         self._closed = False

@@ -34,6 +34,9 @@ class Outages:
     def __init__(self) -> None:
         self.reconnected = asyncio.Event()
         self.listeners: list[Callable[[], None]] = []
+        #: Called when the connection drops (before the listeners), on one whose
+        #: callbacks are this object's: the answers it waits for will not come.
+        self.dropped: list[Callable[[], None]] = []
         self._followed: NATS | None = None
         self._reconnects = 0
 
@@ -52,6 +55,8 @@ class Outages:
             self._tell()
 
     async def disconnected_cb(self) -> None:
+        for dropped in list(self.dropped):
+            dropped()
         self._tell()
 
     async def reconnected_cb(self) -> None:

@@ -35,6 +35,18 @@ NO_CONSUMER = "503"
 UNLIMITED_ACK_PENDING = -1
 
 
+class ConnectionDropped(nats.errors.TimeoutError):
+    """A request's answer that will not come: the connection dropped while it waited
+    (core NATS keeps no reply for a connection that is gone). A timeout, so what
+    follows one follows it (a publish sent once more under its ``Nats-Msg-Id``)."""
+
+    def __str__(self) -> str:
+        return "the connection dropped before the answer came"
+
+    def __repr__(self) -> str:
+        return "ConnectionDropped(the connection dropped before the answer came)"
+
+
 @dataclass(frozen=True, slots=True)
 class PubAck:
     """JetStream's answer to a stored publish."""
@@ -61,6 +73,8 @@ class Replies:
         self._lock = asyncio.Lock()
         self._tokens = itertools.count()
         self._waiting: dict[str, Callable[[Msg], None]] = {}
+        #: The answers requests and pulls wait for (see :meth:`drop_waiting`).
+        self._inflight: set[asyncio.Future[Any]] = set()
         self._free: list[_Inbox] = []
         self._closed = False
         self._publishes: Coalescer[Publish, PubAck | BaseException] = Coalescer(
@@ -94,6 +108,13 @@ class Replies:
             except Exception:  # the connection is gone: so is the subscription
                 pass
 
+    def drop_waiting(self) -> None:
+        """The connection dropped: every request and pull waiting for an answer fails
+        now with :class:`ConnectionDropped`, not at its timeout."""
+        for future in list(self._inflight):
+            if not future.done():
+                future.set_exception(ConnectionDropped())
+
     @staticmethod
     def _answer(future: asyncio.Future[Msg]) -> Callable[[Msg], None]:
         def got(msg: Msg) -> None:
@@ -110,6 +131,7 @@ class Replies:
         futures: list[asyncio.Future[Msg]] = [loop.create_future() for _ in requests]
         tokens = [str(next(self._tokens)) for _ in requests]
         results: list[Msg | BaseException] = []
+        self._inflight.update(futures)
         try:
             for i, (subject, data, headers) in enumerate(requests):
                 self._waiting[tokens[i]] = self._answer(futures[i])
@@ -131,6 +153,7 @@ class Replies:
                 else:
                     results.append(future.result())
         finally:
+            self._inflight.difference_update(futures)
             for token in tokens:
                 self._waiting.pop(token, None)
         return results
@@ -257,6 +280,7 @@ class Replies:
 
         inbox.handler = deliver
         clean = False
+        self._inflight.add(done)
         try:
             request = json.dumps({"batch": min(n, MAX_BATCH), "no_wait": True}).encode()
             await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request,
@@ -264,11 +288,14 @@ class Replies:
             try:
                 async with asyncio.timeout(self.timeout):
                     await done
+            except ConnectionDropped:
+                raise
             except TimeoutError:
                 raise nats.errors.TimeoutError() from None
             clean = True
             return got
         finally:
+            self._inflight.discard(done)
             inbox.handler = None
             if clean and not self._closed:
                 self._free.append(inbox)

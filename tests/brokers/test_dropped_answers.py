@@ -1,0 +1,51 @@
+"""Requests waiting for nats-server's answer when the connection drops (the server
+killed or its host gone): core NATS keeps no reply for a connection that is gone, so
+they fail at once instead of at their timeout. A push is then sent once more under
+its ``Nats-Msg-Id`` when the server is back (stored once); a claim raises
+``BrokerUnavailable`` naming the drop."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from lazily_queue import connect
+from lazily_queue.brokers import BrokerUnavailable
+from lazily_queue.brokers.servers import NatsServer, find_binary
+
+from .conftest import fresh
+from .link_cutter import wait_for
+
+pytestmark = [pytest.mark.timeout(120),
+              pytest.mark.skipif(find_binary("nats-server") is None,
+                                 reason="nats-server is not installed")]
+
+
+async def test_requests_in_flight_when_the_server_dies_do_not_wait_out_their_timeout(
+) -> None:
+    """The server is paused, so the push and the claim's pull wait, then killed and
+    started again on its data. The client's timeout (600 s) is far past the test's."""
+    async with NatsServer() as server, \
+            connect(server.url, poll_interval=0.2, timeout=600) as client:
+        queue = client.queue(fresh("dropped"))
+        await queue.push("first")
+        jobs = client.work_queue(fresh("dropped-jobs"), visibility_timeout=30)
+        await jobs.push("job")
+        await jobs.storage.sync()  # type: ignore[attr-defined]
+        replies: Any = queue.storage._backend.replies  # type: ignore[attr-defined]
+        await server.pause()
+        pushing = asyncio.ensure_future(queue.push("second"))
+        claiming = asyncio.ensure_future(jobs.claim("w", timeout=600))
+        await wait_for(lambda: len(replies._inflight) == 2, "the push and the pull to wait")
+        await server.stop(kill=True)
+        await server.start()
+        async with asyncio.timeout(60):
+            await pushing
+            with pytest.raises(BrokerUnavailable, match=r"connection dropped before the "):
+                await claiming
+            assert [await queue.pop(timeout=5), await queue.pop(timeout=5)] == [
+                "first", "second"]
+            delivery = await jobs.claim("w", timeout=60)
+        assert delivery.value == "job"
