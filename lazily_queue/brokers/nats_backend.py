@@ -56,7 +56,7 @@ from .nats_connection import Outages, hold_publishes, redacted, require_tls, wit
 from .nats_limits import MAX_INT
 from .nats_names import of_this_library, once_id, stream_description
 from .nats_reads import NatsReads
-from .nats_requests import PubAck, Replies
+from .nats_requests import ConnectionDropped, PubAck, Replies
 from .nats_streams import SETTLE
 
 log = logging.getLogger(__name__)
@@ -271,6 +271,11 @@ class NatsJetStreamStorage(NatsReads):
                 f"nats at {self.address} is unreachable (the connection is being "
                 f"re-established) while {doing}: nothing was sent; try again once the "
                 f"server is back ({exc!r})") from None
+        except ConnectionDropped:
+            raise BrokerUnavailable(
+                f"nats at {self.address}: the connection dropped while {doing} (the server "
+                "stopped, or the network failed): whether it applied is unknown; the client "
+                "reconnects by itself: try again") from None
         except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError,
                 nats.errors.ConnectionClosedError, jserr.NoStreamResponseError,
                 OSError) as exc:
