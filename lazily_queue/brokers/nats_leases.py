@@ -6,10 +6,11 @@ A ``delivery_id`` is the consumer's delivery sequence, above the ids this proces
 out from consumers before: a consumer made again (``nats consumer rm`` and ``add`` with
 the same settings, or a server restarted without having written its consumer's state)
 numbers its deliveries from 1 again. The leases taken before are void once that is
-seen: the server announces the consumer's deletion, a claim is handed a delivery
-sequence at or below the last one this process was, or the consumer, read after such a
-claim, counts fewer deliveries than that (its creation time cannot tell: nats-server
-2.9 moves it on every restart). The new consumer's deliveries get ids none of them had,
+seen: the server announces the consumer's deletion, a claim is handed the number of a
+live lease, or the consumer, read after a claim, counts fewer deliveries than the
+highest number this process was handed by then (its creation time cannot tell:
+nats-server 2.9 moves it on every restart; nor can a number below the highest, which
+concurrent claims may handle out of order). The new consumer's deliveries get ids none of them had,
 so a settlement of an old lease is refused, never applied to another delivery. They are
 void too once the stream is another (deleted and made again, or a server that lost its
 data): its sequences, which an ack names, are other messages."""
@@ -70,7 +71,8 @@ class Leases(dict[int, tuple[Msg, Delivery]]):
         another."""
         other = self.created is not None and created != self.created
         if other:
-            self.void(f"its stream was made again (created at {created})")
+            self.void(f"the stream of consumer {self.consumer} was made again (created at "
+                      f"{created})")
         self.created = created
         return other
 
@@ -92,12 +94,12 @@ class Leases(dict[int, tuple[Msg, Delivery]]):
 
     def delivered(self, sequence: int) -> tuple[int, bool]:
         """The delivery id of delivery ``sequence`` just pulled, and whether it showed a
-        consumer made again (a sequence at or below the last one: it started over), whose
-        leases from before are then void."""
-        again = sequence <= self.last
+        consumer made again (the number of a live lease: no consumer hands one out
+        twice), whose leases from before are then void."""
+        again = self.base + sequence in self
         if again:
             self.void(f"consumer {self.consumer} handed out delivery {sequence} again")
-        self.last = sequence
+        self.last = max(self.last, sequence)
         return self.base + sequence, again
 
     def expire(self, now: float) -> int:

@@ -258,7 +258,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
 
     def _deleted(self) -> None:
         """The server announced the consumer's deletion: the leases went with it."""
-        self._leases.void("it was deleted")
+        self._leases.void(f"consumer {self._leases.consumer} was deleted")
         self._changed()
 
     async def poll_many(

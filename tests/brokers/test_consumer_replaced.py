@@ -9,6 +9,7 @@ settlement after the stream was made anew. No item is lost."""
 from __future__ import annotations
 
 import shutil
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from lazily_queue import SettlementRejected, WorkQueueCell, connect
 from lazily_queue.brokers.nats_leases import Leases
 from lazily_queue.brokers.servers import BrokerServer, NatsServer
+from lazily_queue.core.work import Delivery
 
 from .conftest import fresh
 from .held_refreshes import hold_refreshes
@@ -53,11 +55,11 @@ async def drained(jobs: WorkQueueCell) -> list[Any]:
 async def test_an_old_lease_is_not_settled_as_the_new_consumers_delivery(
     nats_server: BrokerServer,
 ) -> None:
-    """The claims after the change see the consumer's sequence start over: the lease
-    from before (delivery 2, item ``b``) is void, and the new deliveries (``b`` again,
-    then ``c``) get ids of their own, so its ack is refused instead of acking ``c``,
-    which no worker has done. The refreshes are held meanwhile, so only the claims can
-    tell."""
+    """The new consumer numbers from 1 again: the lease from before (delivery 2, item
+    ``b``) is void, and the new deliveries (``b`` again, then ``c``) get ids of their
+    own, so its ack is refused instead of acking ``c``, which no worker has done. The
+    refreshes are held meanwhile: the server's announcement of the deletion tells (or,
+    missed, the claim handed number 2 again: ``test_delivery_ids_stay_unique_...``)."""
     async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
         jobs = client.work_queue(fresh("again-seq"), visibility_timeout=30, max_deliveries=3)
         for value in "abc":
@@ -139,8 +141,8 @@ async def test_a_consumer_made_again_while_disconnected_voids_the_leases(
 async def test_a_consumer_deleted_and_added_while_connected_voids_the_leases(
     nats_server: BrokerServer,
 ) -> None:
-    """The server announces the deletion: the lease taken before is void by then,
-    though no claim or refresh saw the new consumer (they are held)."""
+    """The server announces the deletion: the lease taken before is void (not counted
+    in flight) though no claim or refresh saw the new consumer (they are held)."""
     async with connect(nats_server.url, poll_interval=0.2, timeout=3) as client:
         jobs = client.work_queue(fresh("again-told"), visibility_timeout=30, max_deliveries=3)
         await jobs.push("job")
@@ -165,15 +167,21 @@ def test_delivery_ids_stay_unique_across_consumers() -> None:
     seen = leases.seen()
     assert leases.counted(counting(0), seen) is False
     assert leases.stream("t1") is False
-    assert leases.delivered(1) == (1, False)
-    assert leases.delivered(5) == (5, False)
-    assert leases.delivered(2) == (7, True)  # started over: above every id before
-    assert leases.delivered(3) == (8, False)
+    for sequence in (1, 5, 3):  # concurrent claims may handle them out of order
+        delivery_id, again = leases.delivered(sequence)
+        assert (delivery_id, again) == (sequence, False)
+        leases[delivery_id] = lease(delivery_id)
+    assert leases.delivered(5) == (10, True)  # a live lease's number: started over
+    assert leases.delivered(2) == (7, False)
     seen = leases.seen()
     assert leases.delivered(4) == (9, False)
-    assert leases.counted(counting(3), seen) is False  # read after seen(): 3 delivered by then
-    assert leases.counted(counting(2), seen) is True  # fewer: numbered from 1 again
-    assert leases.delivered(1) == (10, False)
+    assert leases.counted(counting(5), seen) is False  # read after seen(): 5 by then
+    assert leases.counted(counting(4), seen) is True  # fewer: numbered from 1 again
+    assert leases.delivered(1) == (11, False)
     assert leases.stream("t1") is False
     assert leases.stream("t2") is True  # another stream: numbered above again
-    assert leases.delivered(1) == (11, False)
+    assert leases.delivered(1) == (12, False)
+
+
+def lease(delivery_id: int) -> Any:
+    return (None, Delivery(delivery_id, delivery_id, "v", "w", 1, time.time() + 60))
