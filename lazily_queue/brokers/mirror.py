@@ -279,6 +279,7 @@ class MirroredObject:
         self._refused: Exception | None = None
         self._views_at = -poll_interval
         self._views_wanted = True
+        self._checked_at = -poll_interval
         self._refresher.start()
 
     async def _declare(self) -> None:
@@ -295,6 +296,16 @@ class MirroredObject:
         if self._views_wanted or now - self._views_at >= self._refresher.poll_interval:
             self._views_wanted = False
             self._views_at = now
+            return True
+        return False
+
+    def _check_due(self) -> bool:
+        """Whether this refresh also checks what the broker announces no change of (an
+        operator's edit of a consumer): on :meth:`sync`, and otherwise at most every
+        ``poll_interval``."""
+        now = asyncio.get_running_loop().time()
+        if self._views_wanted or now - self._checked_at >= self._refresher.poll_interval:
+            self._checked_at = now
             return True
         return False
 

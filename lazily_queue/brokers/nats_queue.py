@@ -18,7 +18,8 @@ again, at the tail: JetStream cannot put a message back at the head.
 
 A consumer deleted outside this library is declared again at the next pop or refresh
 (the stream keeps every element not acknowledged); an operator's edit of its settings
-is refused or put back by the next refresh (:mod:`.nats_consumer_settings`).
+is refused or put back by a refresh within ``poll_interval``
+(:mod:`.nats_consumer_settings`).
 JetStream matches an ack to a pending message by its stream sequence only, so an
 element another process pulled from the old consumer just then, and the new one
 delivered again, may be handed out by both (as when a slow ack comes after
@@ -170,8 +171,9 @@ class NatsQueueStorage(StreamDeclared, QueueMirror[T]):
         b = self._backend
         async with b.errors(f"reading stream {self.stream}"):
             info, anew = await self._stream_declared(self.stream)
-            await refreshed(b.js, self.stream, CONSUMER, {**DECLARED, **PUT_BACK_TOO},
-                            self._declare_again, self._check_again)
+            if self._check_due():  # one request more, at most every poll_interval
+                await refreshed(b.js, self.stream, CONSUMER, {**DECLARED, **PUT_BACK_TOO},
+                                self._declare_again, self._check_again)
             if anew:  # another stream: its sequences say nothing of the old one's
                 self._version, self._items = -1, []
             state = info.state
