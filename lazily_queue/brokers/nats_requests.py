@@ -110,8 +110,10 @@ class Replies:
 
     def drop_waiting(self) -> None:
         """The connection dropped: every request and pull waiting for an answer fails
-        now with :class:`ConnectionDropped`, not at its timeout."""
-        for future in list(self._inflight):
+        now with :class:`ConnectionDropped`, not at its timeout; so do nats-py's own
+        requests (the JetStream API's: a refresh's reads), as a timeout."""
+        resp_map: dict[str, asyncio.Future[Any]] = getattr(self.nc, "_resp_map", None) or {}
+        for future in [*self._inflight, *resp_map.values()]:
             if not future.done():
                 future.set_exception(ConnectionDropped())
 

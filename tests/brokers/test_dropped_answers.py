@@ -38,13 +38,19 @@ async def test_requests_in_flight_when_the_server_dies_do_not_wait_out_their_tim
         await server.pause()
         pushing = asyncio.ensure_future(queue.push("second"))
         claiming = asyncio.ensure_future(jobs.claim("w", timeout=600))
-        await wait_for(lambda: len(replies._inflight) == 2, "the push and the pull to wait")
+        js: Any = queue.storage._backend.js  # type: ignore[attr-defined]
+        reading = asyncio.ensure_future(  # a JetStream API request, as a refresh makes
+            js.stream_info(jobs.storage.stream))  # type: ignore[attr-defined]
+        await wait_for(lambda: len(replies._inflight) == 2 and replies.nc._resp_map,
+                       "the push, the pull and the read to wait")
         await server.stop(kill=True)
         await server.start()
         async with asyncio.timeout(60):
             await pushing
             with pytest.raises(BrokerUnavailable, match=r"the connection dropped while claiming"):
                 await claiming
+            with pytest.raises(TimeoutError):
+                await reading
             assert [await queue.pop(timeout=5), await queue.pop(timeout=5)] == [
                 "first", "second"]
             delivery = await jobs.claim("w", timeout=60)
