@@ -133,7 +133,6 @@ class Replies:
         futures: list[asyncio.Future[Msg]] = [loop.create_future() for _ in requests]
         tokens = [str(next(self._tokens)) for _ in requests]
         results: list[Msg | BaseException] = []
-        self._inflight.update(futures)
         try:
             for i, (subject, data, headers) in enumerate(requests):
                 self._waiting[tokens[i]] = self._answer(futures[i])
@@ -144,6 +143,7 @@ class Replies:
                     for rest in futures[i:]:
                         rest.set_exception(exc)
                     break
+                self._inflight.add(futures[i])  # sent: its answer may be dropped
             pending = [f for f in futures if not f.done()]
             if pending:
                 await asyncio.wait(pending, timeout=self.timeout)
@@ -282,11 +282,11 @@ class Replies:
 
         inbox.handler = deliver
         clean = False
-        self._inflight.add(done)
         try:
             request = json.dumps({"batch": min(n, MAX_BATCH), "no_wait": True}).encode()
             await self.nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}", request,
                                   reply=inbox.subject)
+            self._inflight.add(done)  # sent: its answer may be dropped
             try:
                 async with asyncio.timeout(self.timeout):
                     await done
