@@ -17,8 +17,10 @@ data): its sequences, which an ack names, are other messages."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from nats.aio.msg import Msg
@@ -41,6 +43,8 @@ class Leases(dict[int, tuple[Msg, Delivery]]):
         self.last = 0
         #: What the delivery ids of that consumer's deliveries are above.
         self.base = 0
+        #: How many times the leases were void.
+        self.voids = 0
 
     def owned(self, worker: str, delivery_id: int) -> tuple[Msg, Delivery] | None:
         """The live lease ``delivery_id`` of ``worker``; ``None`` when it is not one (a
@@ -59,6 +63,7 @@ class Leases(dict[int, tuple[Msg, Delivery]]):
         held = len(self)
         self.clear()
         self.base, self.last = self.base + self.last, 0
+        self.voids += 1
         if why and held:
             log.warning("%s: %s (outside this library, or by a server restarted without "
                         "all its data): %d lease(s) of this process are void, their items "
@@ -101,6 +106,20 @@ class Leases(dict[int, tuple[Msg, Delivery]]):
             self.void(f"consumer {self.consumer} handed out delivery {sequence} again")
         self.last = max(self.last, sequence)
         return self.base + sequence, again
+
+    @contextlib.contextmanager
+    def taken(self, delivery_id: int, lease: tuple[Msg, Delivery]) -> Iterator[None]:
+        """Take lease ``delivery_id`` out while it is settled, so a settlement of it made
+        meanwhile is refused; put it back when settling raised (its outcome unknown: the
+        caller may settle it again), unless the leases were void meanwhile."""
+        voids = self.voids
+        del self[delivery_id]
+        try:
+            yield
+        except BaseException:
+            if self.voids == voids:
+                self.setdefault(delivery_id, lease)
+            raise
 
     def expire(self, now: float) -> int:
         """Forget the leases whose deadline passed by ``now`` (wall clock): how many."""

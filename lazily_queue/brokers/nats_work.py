@@ -330,10 +330,7 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
             return WT(None, 0)
         msg, delivery = lease
         b = self._backend
-        # Taken now, so a settlement of it made meanwhile is refused; put back when the
-        # outcome is unknown (the caller may settle it again).
-        del self._leases[delivery_id]
-        try:
+        with self._leases.taken(delivery_id, lease):
             async with b.errors(f"settling a delivery of {self.stream}"):
                 if outcome == "acked":
                     await b.ack(msg)
@@ -341,9 +338,6 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
                     await self._dead_letter(msg, delivery.attempt, "nack")
                 else:
                     await b.ack(msg, _nak(self.nack_delay))
-        except BaseException:
-            self._leases.setdefault(delivery_id, lease)
-            raise
         self._mutated()
         receipt = Receipt(self.name, delivery_id, delivery.item_id, worker, outcome, time.time())
         return WT(receipt, 0)
@@ -356,14 +350,10 @@ class NatsWorkQueueStorage(StreamDeclared, WorkMirror):
         for delivery_id in delivery_ids:
             lease = self._leases.owned(worker, delivery_id)
             if lease is not None:
-                del self._leases[delivery_id]
-                try:
+                with self._leases.taken(delivery_id, lease):
                     async with self._backend.errors(
                             f"releasing a delivery of {self.stream}"):
                         await self._backend.ack(lease[0], b"-NAK")
-                except BaseException:
-                    self._leases.setdefault(delivery_id, lease)
-                    raise
                 released += 1
         if released:
             self._mutated()

@@ -185,3 +185,17 @@ def test_delivery_ids_stay_unique_across_consumers() -> None:
 
 def lease(delivery_id: int) -> Any:
     return (None, Delivery(delivery_id, delivery_id, "v", "w", 1, time.time() + 60))
+
+
+def test_a_lease_whose_settlement_failed_is_put_back_unless_void_meanwhile() -> None:
+    leases = Leases()
+    for delivery_id in (1, 2):
+        leases[delivery_id] = lease(delivery_id)
+    with pytest.raises(OSError), leases.taken(1, leases[1]):
+        assert 1 not in leases  # a settlement of it meanwhile is refused
+        raise OSError("the ack's outcome is unknown")
+    assert 1 in leases  # the caller may settle it again
+    with pytest.raises(OSError), leases.taken(2, leases[2]):
+        leases.void("the consumer was made again")
+        raise OSError("the ack's outcome is unknown")
+    assert not leases
