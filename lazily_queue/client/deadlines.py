@@ -118,7 +118,25 @@ class Deadlines:
             error = self._unreachable(f"{name}: no member reachable before its timeout, "
                                       f"{outcome}")
         else:
-            error = CommitTimeout(f"{name} did not commit before its timeout; {outcome}")
+            now = asyncio.get_running_loop().time()
+            error = CommitTimeout(f"{name} did not commit before its timeout; {outcome}"
+                                  f"{waited_on(op.link, now) or waited_on(self._link(), now)}")
         if isinstance(error, OperationFailed):
             error.applied = applied
         return error
+
+
+def waited_on(link: Link | None, now: float) -> str:
+    """What the member an op timed out on last did, for its error's message: silent
+    (a ping unanswered: stopped, paused, overloaded) or answering without committing."""
+    if link is None or not link.open:
+        return ""
+    who = f"member {link.member}" if link.member else link.address
+    if link.pinged is not None:
+        return (f" ({who} has sent nothing for {now - link.heard:.1f} s nor answered a ping "
+                f"sent {now - link.pinged:.1f} s before: it may be stopped, paused or "
+                "overloaded; the client moves to another member once it is silent for "
+                "ping_timeout)")
+    return (f" ({who} answers, its last frame {now - link.heard:.1f} s before, but did not "
+            "commit it: it may know no leader, as during an election or with a majority "
+            "of members down, or be slow)")

@@ -82,6 +82,9 @@ class Link:
         self._parts: list[bytes] = []
         self._parts_size = 0
         self.heard = 0.0
+        #: The loop time of the first ping sent since a frame was last heard (``None``:
+        #: none unanswered).
+        self.pinged: float | None = None
         self.failure: str | None = None
         self._reader: asyncio.Task[None] | None = None
         self._batch: list[bytes] = []
@@ -204,6 +207,8 @@ class Link:
                 if quiet > ping_timeout:
                     self.close(f"no frame from the member for {quiet:.1f} s")
                 elif quiet >= ping_interval and self.open:
+                    if self.pinged is None:
+                        self.pinged = loop.time()
                     self.request([P.PING], lambda _answer: None)
         finally:
             channel.set_receive_hook(None)
@@ -219,19 +224,22 @@ class Link:
         try:
             while True:
                 data = await self.stream.receive()
-                self.heard = loop.time()
+                self._heard(loop.time())
                 self._frame(data)
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
             self.failure = self.failure or "the member closed the link"
         except Exception as exc:  # a frame the client cannot use: this member is unusable
             self._unusable(exc)
 
+    def _heard(self, now: float) -> None:
+        self.heard, self.pinged = now, None
+
     def _take_queued(self) -> None:
         """Frames the link just queued are dispatched now, in the callback that read them;
         the reader still meets the link's end and its errors."""
         channel = self.stream.channel
         while self.open and (data := channel.receive_queued()) is not None:
-            self.heard = asyncio.get_running_loop().time()
+            self._heard(asyncio.get_running_loop().time())
             try:
                 self._frame(data)
             except Exception as exc:  # a frame the client cannot use: as the reader would

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lazily_queue import connect
+from lazily_queue import CommitTimeout, connect
 from tests.cli.node_procs import NodeProc, unix_peers, wait_for, write_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
@@ -55,6 +55,37 @@ async def test_a_client_whose_leader_is_paused_goes_on_through_the_others(
             assert client.member != str(leader)
             # quiet for 1 s, then the others (not the paused leader again for 5 s more)
             assert took < 5, f"the pushes took {took:.1f} s"
+    finally:
+        if paused is not None:
+            os.kill(paused.proc.pid, signal.SIGCONT)
+        for proc in procs:
+            proc.terminate()
+
+
+async def test_an_op_timing_out_on_a_paused_member_names_it_and_its_silence(
+    short_tmp: Path,
+) -> None:
+    peers = unix_peers(short_tmp)
+    procs = [NodeProc(write_config(short_tmp / f"n{i}.toml", i, peers, extra=CLIENTS),
+                      env={"TOKEN_PRODUCER": TOKEN}) for i in (1, 2, 3)]
+    paused: NodeProc | None = None
+    try:
+        for proc in procs:
+            proc.wait_ready()
+        # A ping_timeout longer than the op's: the client stays with the paused member.
+        async with connect(list(peers.values()), ("producer", TOKEN), op_timeout=2,
+                           ping_interval=0.2, ping_timeout=60, connect_timeout=5) as client:
+            q = client.queue("q")
+            await q.push(0)
+            member = client.member
+            assert member is not None
+            paused = procs[int(member) - 1]
+            paused.pause()
+            with pytest.raises(CommitTimeout) as failed:
+                await q.push(1)
+            assert failed.value.applied is None
+            assert f"member {member} has sent nothing for" in str(failed.value)
+            assert "nor answered a ping" in str(failed.value)
     finally:
         if paused is not None:
             os.kill(paused.proc.pid, signal.SIGCONT)

@@ -27,6 +27,8 @@ class _HoldingLink:
 
     def __init__(self, moved_at: float) -> None:
         self.moved_at = moved_at
+        self.member, self.heard = "1", moved_at
+        self.pinged: float | None = None
         self.open = True
         self.closed: list[str] = []
         self.last_frame = 0
@@ -73,3 +75,20 @@ async def test_a_request_held_on_a_link_still_taking_frames_may_have_applied() -
     error = await _expired(link)
     assert error.applied is None and "may have applied" in str(error)
     assert not link.closed
+
+
+async def test_a_timeout_on_a_member_that_answers_says_it_did_not_commit() -> None:
+    link = _HoldingLink(moved_at=asyncio.get_running_loop().time() + 60)
+    link.heard = asyncio.get_running_loop().time()
+    error = await _expired(link)
+    assert "(member 1 answers, its last frame 0." in str(error)
+    assert "but did not commit it: it may know no leader" in str(error)
+
+
+async def test_a_timeout_on_a_silent_member_names_its_unanswered_ping() -> None:
+    now = asyncio.get_running_loop().time()
+    link = _HoldingLink(moved_at=now + 60)
+    link.heard, link.pinged = now - 3, now - 1
+    error = await _expired(link)
+    assert "(member 1 has sent nothing for 3." in str(error)
+    assert "nor answered a ping sent 1." in str(error)
