@@ -26,6 +26,7 @@ from . import protocol as P
 from .frame_budget import FRAME_BUDGET
 from .link_caps import TOO_MANY_LINKS
 from .outbox import Outbox
+from .ping import cannot_commit
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ class Link:
                 elif quiet >= ping_interval and self.open:
                     if self.pinged is None:
                         self.pinged = loop.time()
-                    self.request([P.PING], lambda _answer: None)
+                    self.request([P.PING], self._ping_answered)
         finally:
             channel.set_receive_hook(None)
             self.close(self.failure or "link closed")
@@ -230,6 +231,14 @@ class Link:
             self.failure = self.failure or "the member closed the link"
         except Exception as exc:  # a frame the client cannot use: this member is unusable
             self._unusable(exc)
+
+    def _ping_answered(self, answer: Answer) -> None:
+        """A member answering a ping that it cannot commit is left (:mod:`.ping`); the
+        link counts as unserved, so the client pauses once every member said so."""
+        reason = cannot_commit(answer)
+        if reason is not None and self.open:
+            self.cannot_commit, self.served = True, False
+            self.close(reason)
 
     def _heard(self, now: float) -> None:
         self.heard, self.pinged = now, None

@@ -33,7 +33,7 @@ Requests (client to member):
   then on ``REPLAY`` frames carry every op applied to it with a higher index.
 - ``[id, UNWATCH, kind, name]``, ``[id, BARRIER, timeout_ms]`` (answered once the
   member applied everything committed before it, and sent what it applied),
-  ``[id, PING]``.
+  ``[id, PING]`` (answered ``None``, or why the member cannot commit: :mod:`.ping`).
 
 Notifications (member to client, id 0): ``[0, REPLAY, [[kind, name, index, now, op],
 ...]]`` in apply order; ``[0, RESET, [kind, name, index, doc]]`` after the member

@@ -62,6 +62,7 @@ from .listening import listen_for_clients
 from .liveness import ClientLiveness
 from .op_admission import admitted_op, timeout_of
 from .outbox import AnswerBudget
+from .ping import ping_answer
 from .popped import Giving
 from .watchers import Watchers
 
@@ -321,7 +322,7 @@ class ClientServer:
             elif kind == P.REGISTER:
                 return register(self, conn, rid, frame)
             else:
-                conn.send([rid, P.OK, None])
+                conn.send([rid, P.OK, ping_answer(self.node)])
         except (P.ClientError, MessageTooLarge, TooManyObjects, TooManySubscribers) as exc:
             self._fail(conn, rid, exc)
         except Exception as exc:  # a request no check foresaw: refused, its slots given back

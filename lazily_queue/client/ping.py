@@ -1,0 +1,45 @@
+"""A client's ping and its answer: a member that cannot write its journal says so.
+
+A linked client pings its member when it has heard nothing for ``ping_interval``. The
+member answers ``None``, or ``["storage_unavailable", message]`` while its journal
+refuses writes (:func:`ping_answer`): it then applies nothing the others commit, so
+what a client mirrors from it stays as it was (a stream, a reader, a watch wait on) while
+the cluster goes on. The client leaves such a member for the next address
+(:func:`cannot_commit`), as it leaves one answering an op so, pausing once every member
+said it. A client of an earlier version ignores the answer; a member of one answers
+``None``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import protocol as P
+
+if TYPE_CHECKING:
+    from ..node import Node
+
+#: The most characters of a member's reason a client keeps.
+REASON_CHARS = 500
+
+
+def ping_answer(node: Node) -> list[str] | None:
+    """What ``node`` answers a client's ping: why it cannot commit, or ``None``."""
+    error = node.driver.disk_error
+    if error is None:
+        return None
+    return ["storage_unavailable",
+            f"node {node.node_id} cannot write its journal ({error}): it applies nothing "
+            "the other members commit until it can"]
+
+
+def cannot_commit(answer: Any) -> str | None:
+    """The reason to leave a member, when its ``answer`` to a ping says it cannot
+    commit; ``None`` otherwise (an answer of an earlier version included)."""
+    if not isinstance(answer, tuple) or len(answer) != 2 or answer[0] != P.OK:
+        return None
+    payload = answer[1]
+    if (isinstance(payload, list) and len(payload) == 2 and payload[0] in P.RETRYABLE
+            and isinstance(payload[1], str)):
+        return f"{payload[0]}: {payload[1][:REASON_CHARS]}"
+    return None
