@@ -1,10 +1,11 @@
-"""A client's ping and its answer: a member that cannot write its journal says so.
+"""A client's ping and its answer: a member that cannot commit says so.
 
 A linked client pings its member when it has heard nothing for ``ping_interval``. The
 member answers ``None``, or ``["storage_unavailable", message]`` while its journal
-refuses writes (:func:`ping_answer`): it then applies nothing the others commit, so
-what a client mirrors from it stays as it was (a stream, a reader, a watch wait on) while
-the cluster goes on. The client leaves such a member for the next address
+refuses writes, or ``["no_quorum", message]`` once it has reached no majority for the
+replica's ``no_quorum_grace`` (:func:`ping_answer`): it then applies nothing the others
+commit, so what a client mirrors from it stays as it was (a stream, a reader, a watch
+wait on) while the cluster may go on. The client leaves such a member for the next address
 (:func:`cannot_commit`), as it leaves one answering an op so, pausing once every member
 said it. A client of an earlier version ignores the answer; a member of one answers
 ``None``.
@@ -26,11 +27,12 @@ REASON_CHARS = 500
 def ping_answer(node: Node) -> list[str] | None:
     """What ``node`` answers a client's ping: why it cannot commit, or ``None``."""
     error = node.driver.disk_error
-    if error is None:
-        return None
-    return ["storage_unavailable",
-            f"node {node.node_id} cannot write its journal ({error}): it applies nothing "
-            "the other members commit until it can"]
+    if error is not None:
+        return ["storage_unavailable",
+                f"node {node.node_id} cannot write its journal ({error}): it applies "
+                "nothing the other members commit until it can"]
+    lost = node.driver.replica.quorum_lost()
+    return None if lost is None else ["no_quorum", lost]
 
 
 def cannot_commit(answer: Any) -> str | None:

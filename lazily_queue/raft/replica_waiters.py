@@ -28,6 +28,7 @@ class ReplicaWaiters:
     _unresolved: dict[int, Proposal]
     _queued: list[Proposal]
     _quorum_lost_at: float | None
+    clock: Callable[[], float]
     #: Which peers sent Raft frames when (set by the driver), to name silent members.
     silence: Silence | None = None
 
@@ -105,6 +106,15 @@ class ReplicaWaiters:
         those linked but silent (as a member whose disk refuses writes is); ``None`` when
         neither keeps a majority from answering."""
         return self._quorum_text() if not self._has_quorum() else self._silent_members()
+
+    def quorum_lost(self) -> str | None:
+        """Why this member has reached no majority for longer than ``no_quorum_grace``
+        (the writes it fails meanwhile say the same); ``None`` while it reaches one."""
+        lost = self._quorum_lost_at
+        if (lost is None or self._has_quorum()
+                or self.clock() - lost < self.config.no_quorum_grace):
+            return None
+        return self._quorum_text()
 
     def _check_quorum(self, now: float) -> None:
         """Past the grace period without a majority (unreachable, or linked but silent
