@@ -1,6 +1,7 @@
-"""A client reading through a member whose journal refuses writes: that member applies
-nothing the others commit, so the client's mirror of it would stand still while the
-cluster goes on; its ping's answer says so and the client moves to another member."""
+"""A client reading through a member that cannot commit (its journal refuses writes, or
+it is cut off from the majority): that member applies nothing the others commit, so the
+client's mirror of it would stand still while the cluster goes on; its ping's answer
+says so and the client moves to another member."""
 
 from __future__ import annotations
 
