@@ -49,6 +49,9 @@ class Answers:
     def _no_room(self, op: _Op) -> None:
         raise NotImplementedError
 
+    def _orphaned(self, op: _Op, error: Exception, now: float) -> bool:
+        raise NotImplementedError
+
     def stale_answered(self, link: Link, op: _Op, answer: Answer) -> None:
         raise NotImplementedError
 
@@ -87,7 +90,11 @@ class Answers:
         error = P.error_of(code, message, *details, op=ops.op_name(op.code))
         if getattr(error, "applied", None) is not False:
             op.unknown = True
-        if code in P.RETRYABLE and asyncio.get_running_loop().time() < op.deadline:
+        now = asyncio.get_running_loop().time()
+        if code in P.RETRYABLE and (now < op.deadline or (op.unknown and self._orphaned(
+                op, self._unknown_before(error) if unknown_before else error, now))):
+            # Sent again on the next link: before its deadline, or, past it, while an
+            # attempt that may have applied is awaited to undo (a pop's elements).
             op.error = error
             op.rid = 0
             link.cannot_commit = True
@@ -105,11 +112,15 @@ class Answers:
         if unknown_before and code == "permission" and op.code in GIVE_BACKS:
             error = retry_refused(error)  # this link's refusal alone (:mod:`.popped`)
         elif unknown_before and code not in P.REFUSALS:
-            # This member speaks for its own attempt only; an earlier one may have applied.
-            error = type(error)(f"{error}; it was sent to an earlier member before, whose "
-                                "answer was lost: its outcome is unknown (it may have applied "
-                                "there)")
+            error = self._unknown_before(error)
         self._finish(op, error)
+
+    @staticmethod
+    def _unknown_before(error: Exception) -> Exception:
+        """``error`` said of an op an earlier member may have applied: the member speaks
+        for its own attempt only."""
+        return type(error)(f"{error}; it was sent to an earlier member before, whose answer "
+                           "was lost: its outcome is unknown (it may have applied there)")
 
     def _refused_again(self, link: Link, op: _Op, error: Exception, pause: float) -> None:
         """A give-back refused at ``link``'s member's gate (nobody awaits it, or an earlier

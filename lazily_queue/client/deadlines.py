@@ -72,14 +72,20 @@ class Deadlines:
                 op.rid, unsent = 0, not op.unknown
         maybe = op.maybe_applied()
         error = self._timeout_error(op, maybe, unsent=unsent)
-        if op.on_orphan is not None and maybe and not op.orphaned:
-            # It may have applied: its result is still awaited a while, to undo it.
-            if not op.future.done():
-                op.future.set_exception(error)
-            op.orphaned = True
-            op.deadline = now + ORPHAN_HORIZON
-            return
-        self._finish(op, error)
+        if not (maybe and self._orphaned(op, error, now)):
+            self._finish(op, error)
+
+    def _orphaned(self, op: _Op, error: Exception, now: float) -> bool:
+        """Whether ``op``, which may have applied and failed its caller with ``error``,
+        is still awaited a while so that its result can be undone (a pop's: given back):
+        once, for :data:`ORPHAN_HORIZON` seconds, when it has an ``on_orphan`` handler."""
+        if op.on_orphan is None or op.orphaned:
+            return False
+        if not op.future.done():
+            op.future.set_exception(error)
+        op.orphaned = True
+        op.deadline = now + ORPHAN_HORIZON
+        return True
 
     def _slot_timeout(self, code: int) -> Exception:
         """The error of an op whose deadline came while it waited for one of the

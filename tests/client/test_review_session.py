@@ -13,6 +13,7 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client.session import Session
 from lazily_queue.raft.errors import CommitTimeout, NoQuorum
 from lazily_queue.replicated import ops
+from lazily_queue.replicated.results import encode_result
 from lazily_queue.replicated.session_register import REGISTERED_BASE
 
 pytestmark = pytest.mark.timeout(30)
@@ -36,6 +37,8 @@ class _Link:
 
     #: Every request leaves whole at once: none is still held here.
     last_frame = 0
+    #: Its member answered the hello (a take goes in the form its features say).
+    greeted = True
 
     def holds(self, frame: int) -> bool:
         return False
@@ -223,3 +226,25 @@ def test_a_members_error_carries_whether_the_op_applied(applied: bool | None) ->
     assert isinstance(error, NoQuorum)
     assert error.applied is applied
     assert P.error_of("no_quorum", QUORUM_LOST).applied is None  # an older member's
+
+
+async def test_a_pop_past_its_deadline_that_may_have_applied_is_still_awaited_to_undo() -> None:
+    """A pop whose first link ended unanswered (it may have applied) and whose next
+    member answers that it cannot commit at the pop's deadline fails its caller, but is
+    sent again on the next link under its number, so that its elements, once its result
+    comes, are handed to the orphan handler (given back), not lost."""
+    client = _Client()
+    late: list[Any] = []
+    op, future = client.session.propose(ops.QUEUE_POP_HEADERS, ["q", 1], timeout=30,
+                                        on_orphan=late.append)
+    second = client.relink()
+    op.deadline = 0.0
+    second.sent[1]((P.ERROR, list(NO_QUORUM)))
+    with pytest.raises(NoQuorum) as failed:
+        await future
+    assert failed.value.applied is None and "outcome is unknown" in str(failed.value)
+    third = client.relink()
+    assert 1 in third.sent  # sent again under its number
+    third.sent[1]((P.OK, encode_result((["x"], [[7, 1]], [{}]))))
+    assert late == [(["x"], [[7, 1]], [{}])]
+    client.session.close()
