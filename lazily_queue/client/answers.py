@@ -4,7 +4,9 @@ An op answered with its result resolves (one answered ``session_unknown`` or
 ``no_room`` waits to go again: :mod:`.registration`, :mod:`.take_room`). One whose link
 ended unanswered goes again on the next link, as not sent when its member never read
 it, else as may have applied. A member that cannot commit is left for the next while
-the op's deadline allows; a give-back refused at a member's gate goes again after a
+the op's deadline allows, and past it while an op that may have applied and whose
+result can be undone (a pop's) is still awaited; a member's ``commit_timeout`` for such
+an op asks that member again. A give-back refused at a member's gate goes again after a
 pause when nobody awaits it, or when an earlier attempt's answer was lost
 (:mod:`.popped`). Any other error fails the op, saying its outcome
 is unknown when an earlier attempt's answer was lost.
@@ -91,8 +93,9 @@ class Answers:
         if getattr(error, "applied", None) is not False:
             op.unknown = True
         now = asyncio.get_running_loop().time()
-        if code in P.RETRYABLE and (now < op.deadline or (op.unknown and self._orphaned(
-                op, self._unknown_before(error) if unknown_before else error, now))):
+        told = self._unknown_before(error) if unknown_before else error  # if it fails now
+        if code in P.RETRYABLE and (now < op.deadline or (
+                op.unknown and self._orphaned(op, told, now))):
             # Sent again on the next link: before its deadline, or, past it, while an
             # attempt that may have applied is awaited to undo (a pop's elements).
             op.error = error
@@ -109,6 +112,10 @@ class Answers:
                     error = retry_refused(error)  # learns its outcome is unknown
                 self._refused_again(link, op, error, pause)
                 return
+        if code == "commit_timeout" and op.unknown and self._orphaned(op, told, now):
+            op.error, op.rid = error, 0  # its member may apply it yet: asked again there
+            self._send(link, op)
+            return
         if unknown_before and code == "permission" and op.code in GIVE_BACKS:
             error = retry_refused(error)  # this link's refusal alone (:mod:`.popped`)
         elif unknown_before and code not in P.REFUSALS:

@@ -248,3 +248,24 @@ async def test_a_pop_past_its_deadline_that_may_have_applied_is_still_awaited_to
     third.sent[1]((P.OK, encode_result((["x"], [[7, 1]], [{}]))))
     assert late == [(["x"], [[7, 1]], [{}])]
     client.session.close()
+
+
+async def test_a_pop_a_member_timed_out_with_its_outcome_unknown_is_asked_again() -> None:
+    """A member's ``commit_timeout`` for a pop it proposed (it may commit yet) fails the
+    caller; the pop is asked again there under its number, and its late elements go to
+    the orphan handler."""
+    client = _Client()
+    late: list[Any] = []
+    _op, future = client.session.propose(ops.QUEUE_POP_HEADERS, ["q", 1], timeout=30,
+                                         on_orphan=late.append)
+    link = client.link
+    assert link is not None
+    first = link.sent.pop(1)
+    first((P.ERROR, ["commit_timeout", "queue_pop_headers did not commit before its "
+                     "deadline; its outcome is unknown (it may have applied)"]))
+    with pytest.raises(CommitTimeout) as failed:
+        await future
+    assert failed.value.applied is None
+    link.sent[1]((P.OK, encode_result((["x"], [[7, 1]], [{}]))))  # asked again: answered
+    assert late == [(["x"], [[7, 1]], [{}])]
+    client.session.close()
