@@ -7,7 +7,10 @@ their disks filled, and a worker is killed mid-claim.
 directory is a tmpfs of its own) prints, per scenario, what the clients saw (each
 error's type, ``applied`` and message), the longest time each client made no progress,
 and at the end what was lost or doubled, checked against every acknowledgement the
-clients printed.
+clients printed (:mod:`tests.client.chaos_report`); it exits 1 when anything was lost,
+doubled or untyped. Every client's events stay in ``events.jsonl`` of the run's
+directory (``/tmp/lq-chaos-*``, printed). ``CHAOS_DISK_FULL`` is how long the leader's
+disk stays full (seconds, 4 by default).
 """
 
 from __future__ import annotations
