@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 
 from lazily_transports.errors import shown as shown  # ``repr`` for a message, cut when long
 
@@ -24,16 +25,18 @@ class ThreadSafetyError(LazilyQueueError, RuntimeError):
     cross-thread call (:mod:`lazily_queue.threads`) made on the loop thread itself."""
 
 
-def check_loop(owner: asyncio.AbstractEventLoop | None, who: str) -> None:
+def check_loop(owner: asyncio.AbstractEventLoop | None, who: str | Callable[[], str]) -> None:
     """Raise :class:`ThreadSafetyError` unless the caller runs on ``owner``, the event
-    loop ``who`` (a node, a client) was started on (``None``: not started)."""
+    loop ``who`` (a node, a client; or what names it, asked only for the error) was
+    started on (``None``: not started)."""
     try:
         running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:
         running = None
     if owner is not None and running is not owner:
+        name = who if isinstance(who, str) else who()
         raise ThreadSafetyError(
-            f"{who} runs on another event loop than this call's, and its cells are not "
+            f"{name} runs on another event loop than this call's, and its cells are not "
             "thread-safe: call them on that loop, or from another thread through a "
             "blocking handle made there (`cell.threadsafe()`, or `cell.threadsafe(loop)` "
             "with that loop); nothing was sent")

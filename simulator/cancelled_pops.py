@@ -135,6 +135,9 @@ class DriverShim:
         self.replica = _ReplicaShim(call)
         self.step_errors = 0
 
+    def check_loop(self) -> None:
+        """The simulation steps its calls on no running loop: nothing to check."""
+
     def propose(self, code: int, args: list[Any], **kwargs: Any) -> Any:
         return Driver.propose(cast(Driver, self), code, args, **kwargs)
 

@@ -156,6 +156,10 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
 
     # -- input ----------------------------------------------------------------------------
 
+    def check_loop(self) -> None:
+        """Raise :class:`ThreadSafetyError` unless called on the loop the node runs on."""
+        check_loop(self._loop, lambda: f"node {self.replica.node_id}")
+
     def propose(
         self,
         code: int,
@@ -173,7 +177,7 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         if not self._running or self._loop is None:
             raise NodeNotRunning("the node is not running; start it with `async with node:`",
                                  applied=False)
-        check_loop(self._loop, f"node {self.replica.node_id}")
+        self.check_loop()
         if self.pipeline.stall is not None:
             raise StorageUnavailable(self._stall_text("the operation was not applied"),
                                      applied=False)
