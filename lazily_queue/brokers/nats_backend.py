@@ -41,41 +41,29 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from ..errors import MessageTooLarge, shown
+from ..errors import shown
 from .errors import (
     UNREACHABLE_FIX,
     BrokerAuthenticationFailed,
-    BrokerError,
-    BrokerObjectLost,
-    BrokerOutOfMemory,
     BrokerUnavailable,
     IncompatibleBrokerObject,
 )
 from .mirror import DEFAULT_POLL_INTERVAL, DEFAULT_VIEW_LIMIT, check_options
+from .nats_api_errors import (
+    STREAM_NAME_IN_USE,
+    SUBJECTS_OVERLAP,
+    WRONG_LAST_SEQUENCE,
+    typed_error,
+)
 from .nats_connection import Outages, hold_publishes, redacted, require_tls, within
 from .nats_limits import MAX_INT
 from .nats_names import of_this_library, once_id, stream_description
 from .nats_reads import NatsReads
-from .nats_requests import ConnectionDropped, PubAck, Replies
+from .nats_requests import PubAck, Replies
 from .nats_streams import SETTLE
 
 log = logging.getLogger(__name__)
 
-#: JetStream error codes this backend tells apart.
-STREAM_NAME_IN_USE = 10058
-#: JetStream's answer about a stream that does not exist.
-STREAM_NOT_FOUND = 10059
-#: JetStream's answer when another stream already takes the subjects.
-SUBJECTS_OVERLAP = 10065
-#: A stream's own limit refused a message; ``max_msgs`` (a capacity) says MAX_MESSAGES.
-MAX_MESSAGES_EXCEEDED, MAX_MESSAGES = 10077, "maximum messages exceeded"
-#: JetStream's answers when its storage or memory (server or account limit) is used up:
-#: insufficient resources, memory resources exceeded, storage resources exceeded.
-INSUFFICIENT_RESOURCES = frozenset({10023, 10028, 10047})
-#: JetStream's answer while its cluster has no meta leader ("temporarily unavailable").
-JETSTREAM_UNAVAILABLE = 10008
-#: The error of a publish whose ``Nats-Expected-Last-Sequence`` does not hold.
-WRONG_LAST_SEQUENCE = 10071
 #: Least seconds between two announcements of changes to one object.
 ANNOUNCE_INTERVAL = 0.005
 
@@ -224,63 +212,14 @@ class NatsJetStreamStorage(NatsReads):
 
     @contextlib.asynccontextmanager
     async def errors(self, doing: str) -> AsyncIterator[None]:
-        """Map nats-py's exceptions to the typed broker errors."""
+        """Map nats-py's exceptions to the typed broker errors (:mod:`.nats_api_errors`)."""
         try:
             yield
-        except BrokerError:
-            raise
-        except jserr.APIError as exc:
-            if exc.err_code in INSUFFICIENT_RESOURCES:
-                raise BrokerOutOfMemory(
-                    f"nats at {self.address} has no JetStream storage left and refused "
-                    f"{doing} ({exc.description}); nothing was stored: consume (pulls and "
-                    "acks still work), or raise the server's or account's max_file_store "
-                    "/ max_memory_store") from None
-            if exc.err_code == MAX_MESSAGES_EXCEEDED:
-                raise BrokerOutOfMemory(
-                    f"nats at {self.address}: a limit of the stream refused {doing} "
-                    f"({exc.description}); nothing was stored: consume (pulls and acks still "
-                    "work), or raise the stream's max_bytes / max_msgs(_per_subject)") from None
-            if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (
-                    None, JETSTREAM_UNAVAILABLE):
-                raise BrokerUnavailable(
-                    f"nats at {self.address} answered that JetStream is not available while "
-                    f"{doing}: run nats-server with JetStream enabled (-js, or a jetstream "
-                    "{ store_dir: ... } block in its configuration); a cluster may also "
-                    "still be electing its JetStream leader") from None
-            if exc.err_code == STREAM_NOT_FOUND:
-                raise BrokerObjectLost(
-                    f"nats at {self.address}: {doing}: the stream is gone (deleted outside "
-                    "this library, or lost with the server's data); nothing was changed: "
-                    "try again (the object's next refresh or operation declares it)") from None
-            if exc.err_code == STREAM_NAME_IN_USE:
-                raise IncompatibleBrokerObject(
-                    f"nats at {self.address}: {doing}: a stream of that name exists with "
-                    "another configuration; use another name or delete it") from None
-            raise BrokerError(f"nats at {self.address} refused {doing}: {exc}") from None
-        except nats.errors.MaxPayloadError:
-            limit = int(self.nc.max_payload)
-            raise MessageTooLarge(
-                f"nats at {self.address}: {doing}: the message is over the server's "
-                f"max_payload of {limit} bytes (headers included); nothing was stored: send "
-                "smaller messages, or raise max_payload in the server's configuration",
-                size=None, limit=limit) from None
-        except (nats.errors.OutboundBufferLimitError,
-                nats.errors.ConnectionReconnectingError) as exc:
-            raise BrokerUnavailable(
-                f"nats at {self.address} is unreachable (the connection is being "
-                f"re-established) while {doing}: nothing was sent; try again once the "
-                f"server is back ({exc!r})") from None
-        except ConnectionDropped:
-            raise BrokerUnavailable(
-                f"nats at {self.address}: the connection dropped while {doing} (the server "
-                "stopped, or the network failed): whether it applied is unknown; the client "
-                "reconnects by itself: try again") from None
-        except (nats.errors.TimeoutError, TimeoutError, nats.errors.NoRespondersError,
-                nats.errors.ConnectionClosedError, jserr.NoStreamResponseError,
-                OSError) as exc:
-            raise BrokerUnavailable(
-                f"nats at {self.address} did not answer while {doing}: {exc!r}") from None
+        except Exception as exc:
+            typed = typed_error(exc, self.address, doing, int(self.nc.max_payload))
+            if typed is None or typed is exc:
+                raise
+            raise typed from None
 
     # -- helpers -------------------------------------------------------------------------
 

@@ -54,7 +54,7 @@ from ..storage.queue import QueueChangeListener
 from .codec import decode, encode
 from .errors import IncompatibleBrokerObject
 from .mirrors import QueueMirror
-from .nats_backend import MAX_MESSAGES, MAX_MESSAGES_EXCEEDED
+from .nats_api_errors import MAX_MESSAGES, MAX_MESSAGES_EXCEEDED
 from .nats_consumer_settings import PUT_BACK, declared_problem, put_back, refreshed
 from .nats_limits import MAX_INT, check_within, silent_deletions
 from .nats_names import object_token

@@ -100,22 +100,22 @@ MUTATIONS = [
         ("tests/brokers/test_consumer_errors.py::test_a_claim_on_an_incompatible_work_queue_raises_it",),
         "a claim waiting on a broker object it cannot use raises the typed error, never hangs"),
     Mutation(
-        "nats-no-jetstream-unnamed", "lazily_queue/brokers/nats_backend.py",
-        "            if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (\n",
-        "            if False and exc.err_code in (\n",
+        "nats-no-jetstream-unnamed", "lazily_queue/brokers/nats_api_errors.py",
+        "    if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (\n",
+        "    if False and exc.err_code in (\n",
         ("tests/brokers/test_no_jetstream.py",),
         "a nats-server without JetStream is BrokerUnavailable naming -js, not a bare 503"),
     Mutation(
-        "nats-storage-full-unnamed", "lazily_queue/brokers/nats_backend.py",
-        "            if exc.err_code in INSUFFICIENT_RESOURCES:\n",
-        "            if False:\n",
+        "nats-storage-full-unnamed", "lazily_queue/brokers/nats_api_errors.py",
+        "    if exc.err_code in INSUFFICIENT_RESOURCES:\n",
+        "    if False:\n",
         ("tests/brokers/test_memory.py::test_a_push_to_a_full_jetstream_names_the_fix_and_workers_drain_it",),
         "a push to a JetStream out of storage is BrokerOutOfMemory naming the limit to raise"),
     Mutation(
-        "nats-any-503-is-no-jetstream", "lazily_queue/brokers/nats_backend.py",
-        "            if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (\n"
-        "                    None, JETSTREAM_UNAVAILABLE):\n",
-        "            if isinstance(exc, jserr.ServiceUnavailableError):\n",
+        "nats-any-503-is-no-jetstream", "lazily_queue/brokers/nats_api_errors.py",
+        "    if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (\n"
+        "            None, JETSTREAM_UNAVAILABLE):\n",
+        "    if isinstance(exc, jserr.ServiceUnavailableError):\n",
         ("tests/brokers/test_no_jetstream.py::test_other_refusals_with_a_503_are_not_reported_as_no_jetstream",),
         "only a 503 without an error code (or 10008) is reported as JetStream unavailable"),
     Mutation(
