@@ -94,6 +94,8 @@ class NatsJetStreamStorage(NatsReads):
         self._owns = owns_connection
         self.replies = Replies(nc, timeout, address)
         self.outages.dropped.append(self.replies.drop_waiting)
+        if owns_connection:  # else nats-py's requests may be the application's own
+            self.outages.dropped.append(self.replies.drop_requests)
         self._objects: list[Any] = []
         self._subs: list[Any] = []
         self._closed = False
@@ -199,6 +201,7 @@ class NatsJetStreamStorage(NatsReads):
         for sub in self._subs:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
+        self.outages.unfollow()
         await self.replies.close()
         if self._owns:
             # A broker that went away makes nats-py's drain and close raise; the

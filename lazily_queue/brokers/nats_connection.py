@@ -29,22 +29,45 @@ class Outages:
 
     On a connection whose callbacks belong to someone else (the application's own),
     :meth:`follow` it instead: :meth:`check`, called before each operation, calls every
-    listener once the connection has reconnected since the last check."""
+    listener once the connection has reconnected since the last check, and ``dropped``
+    is called from the connection's ``disconnected_cb``, chained before the
+    application's."""
 
     def __init__(self) -> None:
         self.reconnected = asyncio.Event()
         self.listeners: list[Callable[[], None]] = []
-        #: Called when the connection drops (before the listeners), on one whose
-        #: callbacks are this object's: the answers it waits for will not come.
+        #: Called when the connection drops (before the listeners): the answers it
+        #: waits for will not come.
         self.dropped: list[Callable[[], None]] = []
         self._followed: NATS | None = None
+        self._chained: Callable[[], Awaitable[None]] | None = None
+        self._theirs: Callable[[], Awaitable[None]] | None = None
         self._reconnects = 0
 
     def follow(self, nc: NATS) -> Outages:
-        """Tell the listeners of ``nc``'s reconnections as :meth:`check` sees them."""
+        """Tell the listeners of ``nc``'s reconnections as :meth:`check` sees them, and
+        call ``dropped`` when it drops: its ``disconnected_cb`` (nats-py keeps one, set
+        at ``connect``, with no way to add another) becomes one that calls ``dropped``
+        and then the application's, which is put back by :meth:`unfollow`."""
         self._followed = nc
         self._reconnects = nc.stats["reconnects"]
+        theirs = self._theirs = nc._disconnected_cb
+
+        async def chained() -> None:
+            self._drop()
+            if theirs is not None:
+                await theirs()
+
+        nc._disconnected_cb = self._chained = chained
         return self
+
+    def unfollow(self) -> None:
+        """Call ``dropped`` no more; put the application's ``disconnected_cb`` back
+        unless the connection's was replaced since :meth:`follow`."""
+        self.dropped.clear()
+        nc, self._followed = self._followed, None
+        if nc is not None and nc._disconnected_cb is self._chained:
+            nc._disconnected_cb = self._theirs
 
     def check(self) -> None:
         """Call every listener when the followed connection reconnected since the last
@@ -55,9 +78,12 @@ class Outages:
             self._tell()
 
     async def disconnected_cb(self) -> None:
+        self._drop()
+        self._tell()
+
+    def _drop(self) -> None:
         for dropped in list(self.dropped):
             dropped()
-        self._tell()
 
     async def reconnected_cb(self) -> None:
         self.reconnected.set()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,12 @@ class PubAck:
     stream: str
     seq: int
     duplicate: bool
+
+
+def _fail(futures: Iterable[asyncio.Future[Any]]) -> None:
+    for future in list(futures):
+        if not future.done():
+            future.set_exception(ConnectionDropped())
 
 
 def _status(msg: Msg) -> str | None:
@@ -109,13 +115,16 @@ class Replies:
                 pass
 
     def drop_waiting(self) -> None:
-        """The connection dropped: every request and pull waiting for an answer fails
-        now with :class:`ConnectionDropped`, not at its timeout; so do nats-py's own
-        requests (the JetStream API's: a refresh's reads), as a timeout."""
+        """The connection dropped: every request and pull of this object waiting for an
+        answer fails now with :class:`ConnectionDropped`, not at its timeout."""
+        _fail(self._inflight)
+
+    def drop_requests(self) -> None:
+        """The connection dropped: nats-py's own requests waiting for an answer (the
+        JetStream API's: a refresh's reads, and any other request made on the
+        connection) fail now with :class:`ConnectionDropped`, a timeout."""
         resp_map: dict[str, asyncio.Future[Any]] = getattr(self.nc, "_resp_map", None) or {}
-        for future in [*self._inflight, *resp_map.values()]:
-            if not future.done():
-                future.set_exception(ConnectionDropped())
+        _fail(resp_map.values())
 
     @staticmethod
     def _answer(future: asyncio.Future[Msg]) -> Callable[[Msg], None]:

@@ -2,17 +2,20 @@
 killed or its host gone): core NATS keeps no reply for a connection that is gone, so
 they fail at once instead of at their timeout. A push is then sent once more under
 its ``Nats-Msg-Id`` when the server is back (stored once); a claim raises
-``BrokerUnavailable`` naming the drop."""
+``BrokerUnavailable`` naming the drop. So on the application's own connection."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
+import nats
 import pytest
 
-from lazily_queue import connect
+from lazily_queue import QueueCell, WorkQueueCell, connect
 from lazily_queue.brokers import BrokerUnavailable
+from lazily_queue.brokers.nats_backend import NatsJetStreamStorage
+from lazily_queue.brokers.nats_requests import ConnectionDropped
 from lazily_queue.brokers.servers import NatsServer, find_binary
 
 from .conftest import fresh
@@ -55,3 +58,53 @@ async def test_requests_in_flight_when_the_server_dies_do_not_wait_out_their_tim
                 "first", "second"]
             delivery = await jobs.claim("w", timeout=60)
         assert delivery.value == "job"
+
+
+async def test_requests_on_the_applications_connection_fail_at_once_when_it_drops() -> None:
+    """A storage on the application's own connection (``NatsJetStreamStorage(nc)``):
+    its claim in flight when nats-server is killed raises ``BrokerUnavailable`` naming
+    the drop, not at its timeout (600 s), its push is sent again and stored once, and
+    the application's ``disconnected_cb`` is still called and its own request is left
+    to its own timeout; once the storage is closed
+    the connection's callback is the application's again."""
+    told: list[str] = []
+
+    async def disconnected() -> None:
+        told.append("disconnected")
+
+    async with NatsServer() as server:
+        nc = await nats.connect(server.url, disconnected_cb=disconnected,
+                                reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+        storage = NatsJetStreamStorage(nc, poll_interval=0.2, timeout=600)
+        try:
+            queue = QueueCell(storage.queue(fresh("own-dropped")))
+            jobs = WorkQueueCell(storage.work_queue(
+                fresh("own-dropped-jobs"), visibility_timeout=30, max_deliveries=5))
+            await queue.push("first")
+            await jobs.push("job")
+            await jobs.storage.sync()  # type: ignore[attr-defined]
+            await server.pause()
+            pushing = asyncio.ensure_future(queue.push("second"))
+            claiming = asyncio.ensure_future(jobs.claim("w", timeout=600))
+            asking = asyncio.ensure_future(nc.request("app.question", b"", timeout=3))
+            await wait_for(lambda: len(storage.replies._inflight) == 2 and nc._resp_map,
+                           "the push, the pull and the application's request to wait")
+            await server.stop(kill=True)
+            await server.start()
+            async with asyncio.timeout(60):
+                await pushing
+                with pytest.raises(BrokerUnavailable,
+                                   match=r"the connection dropped while claiming"):
+                    await claiming
+                assert [await queue.pop(timeout=5), await queue.pop(timeout=5)] == [
+                    "first", "second"]
+                delivery = await jobs.claim("w", timeout=60)
+            assert delivery.value == "job"
+            assert told == ["disconnected"]
+            with pytest.raises(nats.errors.TimeoutError) as caught:  # its own timeout's
+                await asking
+            assert not isinstance(caught.value, ConnectionDropped)
+        finally:
+            await storage.close()
+            assert nc._disconnected_cb is disconnected
+            await nc.close()
