@@ -20,6 +20,8 @@ from .errors import (
     IncompatibleBrokerObject,
 )
 
+#: How redis-py words a connection failure from before anything was sent on it.
+NOT_SENT = ("connecting to", "Timeout connecting", "before write", "Connection has data")
 #: A script's ``LOST <key> ...`` reply: the key (``prefix:{kind:name}:part``; a name may
 #: hold spaces and ``}:``, the text after the key holds neither) and the rest.
 _LOST = re.compile(r"LOST (?P<key>.*\}:[a-z]+) (?:\(the |holds )", re.DOTALL)
@@ -42,6 +44,25 @@ def lost_advice(reply: str) -> str:
             "changed: what remains cannot be used safely without it: delete the object's "
             f"keys ({pattern}) to start it afresh (its elements go with them), or restore "
             "the key from a backup")
+
+
+def unreachable(address: str, doing: str, exc: BaseException) -> BrokerUnavailable:
+    """The error of a connection that failed while ``doing``: one not made (nothing was
+    sent) names the address to check; one lost after the command may have been sent
+    says whether it applied is unknown."""
+    text = str(exc).rstrip(".")
+    if any(words in text for words in NOT_SENT):
+        return BrokerUnavailable(
+            f"redis at {address} is unreachable while {doing}: {text}{UNREACHABLE_FIX}")
+    if isinstance(exc, rexc.TimeoutError):
+        return BrokerUnavailable(
+            f"redis at {address} did not answer while {doing} within the client's socket "
+            f"timeout ({text}): whether it applied is unknown; the server is paused, "
+            "overloaded or cut off: read the object's state before doing it again")
+    return BrokerUnavailable(
+        f"redis at {address}: the connection dropped while {doing} ({text}): whether it "
+        "applied is unknown; the client reconnects by itself: read the object's state "
+        "before doing it again")
 
 
 @contextlib.asynccontextmanager
@@ -83,8 +104,6 @@ async def mapped_errors(address: str, doing: str) -> AsyncIterator[None]:
             f"redis at {address} is loading its data (it was just started) and refused "
             f"{doing}; nothing was changed: try again in a moment") from None
     except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-        raise BrokerUnavailable(
-            f"redis at {address} is unreachable while {doing}: {str(exc).rstrip('.')}"
-            f"{UNREACHABLE_FIX}") from None
+        raise unreachable(address, doing, exc) from None
     except rexc.RedisError as exc:
         raise BrokerError(f"redis at {address} failed {doing}: {exc}") from None
