@@ -47,6 +47,9 @@ PIPELINES = 4
 #: Seconds :meth:`RedisStreamsStorage.connect` waits for the server to take the
 #: connection and answer its first command (an operation's answer may take longer).
 CONNECT_TIMEOUT = 5.0
+#: Seconds a call waits for the server's answer unless ``connect(timeout=)`` says
+#: otherwise (the client's socket timeout).
+REPLY_TIMEOUT = 30.0
 #: A listener refreshes again this long after a change message: the scripts send at most
 #: one per object every 5 ms (see :data:`~.redis_scripts._NOTIFY`).
 QUIET_SECONDS = 0.007
@@ -120,7 +123,8 @@ class RedisStreamsStorage:
         **options: Any,
     ) -> RedisStreamsStorage:
         """Connect to ``redis://[:password@]host:port/db`` (or ``rediss://`` for TLS) and
-        check the server answers, within :data:`CONNECT_TIMEOUT` seconds; raises
+        check the server answers, within :data:`CONNECT_TIMEOUT` seconds; a call then
+        waits up to ``timeout`` seconds (:data:`REPLY_TIMEOUT`) for an answer. Raises
         :class:`BrokerUnavailable` (naming the address) or
         :class:`BrokerAuthenticationFailed`."""
         check_options(options)
@@ -130,7 +134,7 @@ class RedisStreamsStorage:
                 f"cannot connect to {redacted(url)}: the database {db!r} is not a number "
                 "(redis://[:password@]host:port/db, db from 0)")
         kwargs: dict[str, Any] = {"socket_connect_timeout": CONNECT_TIMEOUT,
-                                  "socket_timeout": 30.0}
+                                  "socket_timeout": options.pop("timeout", REPLY_TIMEOUT)}
         kwargs.update(_CHECKED_POOL)
         if password is not None:
             kwargs["password"] = password

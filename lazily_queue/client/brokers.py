@@ -52,7 +52,7 @@ BrokerCredentials = str | Mapping[str, str] | None
 BROKER_SCHEMES = {"nats": "nats", "nats+tls": "nats", "redis": "redis", "rediss": "redis"}
 #: The options ``connect()`` passes to each broker's provider.
 PROVIDER_OPTIONS = {"nats": frozenset({"poll_interval", "view_limit", "timeout"}),
-                    "redis": frozenset({"poll_interval", "view_limit", "prefix"})}
+                    "redis": frozenset({"poll_interval", "view_limit", "timeout", "prefix"})}
 #: The keys a ``credentials`` mapping may have for each broker.
 CREDENTIAL_KEYS = {"nats": frozenset({"user", "password", "token"}),
                    "redis": frozenset({"user", "password"})}

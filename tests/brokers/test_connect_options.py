@@ -16,7 +16,7 @@ from lazily_queue.brokers import UnsupportedAddress
     ("nats://127.0.0.1:1", {"pol_interval": 1}),
     ("nats://127.0.0.1:1", {"prefix": "x"}),
     ("nats://127.0.0.1:1", {"credentials": {"username": "a", "password": "b"}}),
-    ("redis://127.0.0.1:1/0", {"timeout": 5}),
+    ("redis://127.0.0.1:1/0", {"socket_timeout": 5}),
     ("redis://127.0.0.1:1/0", {"credentials": {"token": "x"}}),
 ])
 async def test_an_option_the_broker_does_not_take_is_refused_before_connecting(
