@@ -5,7 +5,7 @@ unread suffix, ...) from a mirror of the broker's state held in the process. The
 is replaced by a *refresh* (one or a few round trips reading the broker's state), and
 the storage reports to its cell exactly what changed between the two mirrors.
 
-A :class:`Refresher` runs the refreshes, one at a time and coalesced:
+A :class:`~.refresher.Refresher` runs the refreshes, one at a time and coalesced:
 
 - after every operation this process makes (the operation returns first; the refresh
   follows without delaying it);
@@ -15,7 +15,7 @@ A :class:`Refresher` runs the refreshes, one at a time and coalesced:
 - every ``poll_interval`` seconds otherwise (bounded polling: changes made by programs
   that send no notification, or notifications lost while disconnected).
 
-Refreshes are at least :data:`MIN_INTERVAL` apart, so under load one refresh covers
+Refreshes are at least :data:`~.refresher.MIN_INTERVAL` apart, so under load one refresh covers
 many operations. The views (``pending()``, ``elements()``, ...) are read by a refresh at
 most every ``poll_interval`` seconds, and by the one :meth:`MirroredObject.sync` waits
 for; the counts the readers use, by every refresh.
@@ -27,15 +27,12 @@ finished, so the readers then reflect every operation that had returned before i
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..errors import InvalidConfiguration, shown
 from ..node_settings import check_seconds
-
-log = logging.getLogger(__name__)
+from .refresher import Refresher
 
 #: Default seconds between refreshes when nothing was notified.
 DEFAULT_POLL_INTERVAL = 1.0
@@ -44,10 +41,6 @@ DEFAULT_VIEW_LIMIT = 10
 #: Most messages one pop, claim or pull asks a broker for: a larger ``n`` asks for this
 #: many (neither broker reads a count past its integers).
 MAX_BATCH = 2**31 - 1
-#: Least seconds between two refreshes (they coalesce the changes made meanwhile).
-MIN_INTERVAL = 0.005
-#: Seconds closing waits for a refresh under way to stop.
-STOP_WAIT = 5.0
 
 
 def check_options(options: Mapping[str, Any]) -> None:
@@ -61,135 +54,6 @@ def check_options(options: Mapping[str, Any]) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_BATCH:
         raise InvalidConfiguration(
             f"view_limit must be an int from 0 to {MAX_BATCH}, not {shown(limit)}")
-
-
-class Refresher:
-    """Runs ``refresh()`` on demand, coalesced, and every ``poll_interval`` seconds."""
-
-    def __init__(
-        self, refresh: Callable[[], Awaitable[None]], *, poll_interval: float, name: str
-    ) -> None:
-        if poll_interval <= 0:
-            raise ValueError(f"poll_interval must be > 0, got {shown(poll_interval)}")
-        self._refresh = refresh
-        self.poll_interval = poll_interval
-        self.name = name
-        self._requested = 0
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
-        self._wake: asyncio.Event | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._stopped = False
-        self.failures = 0
-        #: The error of the last refresh, ``None`` once one succeeded.
-        self.last_error: BaseException | None = None
-
-    def start(self) -> None:
-        """Start refreshing on the running loop (idempotent; a no-op without one)."""
-        if self._task is not None or self._stopped:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return
-        self._wake = asyncio.Event()
-        self._wake.set()
-        self._task = loop.create_task(self._run(), name=f"refresh {self.name}")
-
-    def poke(self) -> None:
-        """Ask for a refresh soon (coalesced with any other request)."""
-        self._requested += 1
-        if self._wake is None:
-            self.start()
-        if self._wake is not None:
-            self._wake.set()
-
-    async def sync(self) -> None:
-        """Return once a refresh that started after this call has finished; raises the
-        error of that refresh when it failed."""
-        if self._stopped:
-            raise RuntimeError(f"{self.name}: the storage is closed")
-        self.poke()
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append((self._requested, future))
-        await future
-
-    async def stop(self) -> None:
-        self._stopped = True
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            done, _ = await asyncio.wait({task}, timeout=STOP_WAIT)
-            if not done:  # a refresh that went on after its cancellation: left to end
-                log.warning("%s: the refresh did not stop within %ss", self.name, STOP_WAIT)
-            elif not task.cancelled() and task.exception() is not None:
-                log.warning("%s: the refresh ended with %r", self.name, task.exception())
-        for _, future in self._waiters:
-            if not future.done():
-                future.set_exception(RuntimeError(f"{self.name}: the storage was closed"))
-        self._waiters.clear()
-
-    async def _run(self) -> None:
-        assert self._wake is not None
-        wake = self._wake
-        backoff = 0.05
-        while not self._stopped:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.poll_interval):
-                    await wake.wait()
-            if self._stopped:
-                return
-            wake.clear()
-            generation = self._requested
-            error: BaseException | None = None
-            try:
-                await self._refresh()
-            except asyncio.CancelledError:
-                if self._stopped or _being_cancelled():
-                    raise
-                error = _interrupted(self.name)  # a call it awaited was cancelled
-            except Exception as exc:
-                error = exc
-            if error is not None:
-                self.failures += 1
-                if self.failures == 1 or self.failures % 100 == 0:
-                    log.warning("%s: refresh failed (%d so far): %s", self.name,
-                                self.failures, error)
-            self.last_error = error
-            self._settle(generation, error)
-            if error is None:
-                backoff = 0.05
-                await asyncio.sleep(MIN_INTERVAL)
-            else:
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self.poll_interval)
-
-    def _settle(self, generation: int, error: BaseException | None) -> None:
-        keep: list[tuple[int, asyncio.Future[None]]] = []
-        for target, future in self._waiters:
-            if future.done():
-                continue
-            if target <= generation:
-                if error is None:
-                    future.set_result(None)
-                else:
-                    future.set_exception(error)
-            else:
-                keep.append((target, future))
-        self._waiters = keep
-
-
-def _being_cancelled() -> bool:
-    """Whether the running task was asked to stop (not just handed a CancelledError by
-    a call it awaited, which another task cancelled)."""
-    task = asyncio.current_task()
-    return task is None or task.cancelling() > 0
-
-
-def _interrupted(name: str) -> Exception:
-    from .errors import BrokerUnavailable
-
-    return BrokerUnavailable(f"{name}: the refresh was interrupted (a call it awaited was "
-                             "cancelled); try again")
 
 
 class Declared:

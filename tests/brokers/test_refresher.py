@@ -6,13 +6,13 @@ import asyncio
 
 import pytest
 
-from lazily_queue.brokers import mirror
-from lazily_queue.brokers.mirror import Refresher
+from lazily_queue.brokers import refresher as refreshes
+from lazily_queue.brokers.refresher import Refresher
 
 
 async def test_stop_returns_when_a_refresh_goes_on_after_its_cancellation(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(mirror, "STOP_WAIT", 0.2, raising=False)
+    monkeypatch.setattr(refreshes, "STOP_WAIT", 0.2, raising=False)
     started, release = asyncio.Event(), asyncio.Event()
 
     async def stubborn() -> None:
