@@ -51,6 +51,8 @@ class Outages:
         and then the application's, which is put back by :meth:`unfollow`."""
         self._followed = nc
         self._reconnects = nc.stats["reconnects"]
+        if not hasattr(nc, "_disconnected_cb"):  # a nats-py without it: answers time out
+            return self
         theirs = self._theirs = nc._disconnected_cb
 
         async def chained() -> None:
@@ -66,7 +68,8 @@ class Outages:
         unless the connection's was replaced since :meth:`follow`."""
         self.dropped.clear()
         nc, self._followed = self._followed, None
-        if nc is not None and nc._disconnected_cb is self._chained:
+        chained, self._chained = self._chained, None
+        if nc is not None and chained is not None and nc._disconnected_cb is chained:
             nc._disconnected_cb = self._theirs
 
     def check(self) -> None:

@@ -15,6 +15,7 @@ import pytest
 from lazily_queue import QueueCell, WorkQueueCell, connect
 from lazily_queue.brokers import BrokerUnavailable
 from lazily_queue.brokers.nats_backend import NatsJetStreamStorage
+from lazily_queue.brokers.nats_connection import Outages
 from lazily_queue.brokers.nats_requests import ConnectionDropped
 from lazily_queue.brokers.servers import NatsServer, find_binary
 
@@ -108,3 +109,20 @@ async def test_requests_on_the_applications_connection_fail_at_once_when_it_drop
             await storage.close()
             assert nc._disconnected_cb is disconnected
             await nc.close()
+
+
+def test_a_connection_without_nats_pys_callback_slot_is_followed_by_its_count() -> None:
+    """A connection object without ``_disconnected_cb`` (another nats-py) is followed
+    by its reconnection count alone: nothing is chained, closing puts nothing back."""
+
+    class Bare:
+        stats = {"reconnects": 0}
+
+    nc: Any = Bare()
+    outages = Outages().follow(nc)
+    told: list[str] = []
+    outages.listeners.append(lambda: told.append("reconnected"))
+    nc.stats = {"reconnects": 1}
+    outages.check()
+    outages.unfollow()
+    assert told == ["reconnected"] and not hasattr(nc, "_disconnected_cb")
