@@ -116,7 +116,8 @@ MUTATIONS = [
         "    if isinstance(exc, jserr.ServiceUnavailableError) and exc.err_code in (\n"
         "            None, JETSTREAM_UNAVAILABLE):\n",
         "    if isinstance(exc, jserr.ServiceUnavailableError):\n",
-        ("tests/brokers/test_no_jetstream.py::test_other_refusals_with_a_503_are_not_reported_as_no_jetstream",),
+        ("tests/brokers/test_no_jetstream.py::"
+         "test_a_503_with_another_error_code_is_not_reported_as_no_jetstream",),
         "only a 503 without an error code (or 10008) is reported as JetStream unavailable"),
     Mutation(
         "nats-redrive-reads-all", "lazily_queue/brokers/nats_dead_letters.py",
