@@ -26,6 +26,7 @@ series is reported with the series' age and ``"age_floor": true``.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import logging
 import math
 import time
@@ -140,36 +141,20 @@ class History(Background):
     # -- sampling -------------------------------------------------------------------------
 
     def sample(self, now: float | None = None) -> None:
-        """Record one sample of every followed object and of the cluster."""
+        """Record one sample of every followed object and of the cluster: the first
+        ``max_objects`` by name (then kind); only those are read, so a cluster of many
+        objects costs a sample a pass over their names, not a figure of each."""
         now = time.time() if now is None else now
         view = self.node.view
-        current: list[tuple[str, str, int, int, int, int, int | None]] = []
-        for name, q in view.queues.items():
-            depth = q.len()
-            total_in = self._pushes.get(name, 0)
-            if total_in < depth:  # elements from before we watched: they arrive now
-                total_in = self._pushes[name] = depth
-            current.append(("queue", name, total_in, total_in - depth, depth,
-                            total_in - depth, None))
-        for name, w in view.work_queues.items():
-            core = w.core
-            total_in = core.next_ids()[0]
-            held = core.pending_len() + core.in_flight_len() + core.dead_letter_len()
-            head = core.head()
-            current.append(("work_queue", name, total_in, total_in - held, core.pending_len(),
-                            total_in if head is None else head.item_id,
-                            core.dead_letter_len()))
-        for name, t in view.topics.items():
-            subs = t.subscriptions()
-            cursors = [int(s["cursor"]) for s in subs.values()]
-            end = t.end_offset()
-            oldest = min(cursors, default=t.base_offset())
-            current.append(("topic", name, end, sum(cursors), end - t.base_offset(), oldest,
-                            None))
-        current.sort(key=lambda row: (row[1], row[0]))
-        self.untracked = max(0, len(current) - self.max_objects)
+        kinds = (("queue", view.queues), ("work_queue", view.work_queues),
+                 ("topic", view.topics))
+        total = sum(len(objects) for _, objects in kinds)
+        followed = heapq.nsmallest(self.max_objects, (
+            (name, kind) for kind, objects in kinds for name in objects))
+        self.untracked = max(0, total - self.max_objects)
         seen: set[tuple[str, str]] = set()
-        for kind, name, total_in, total_out, depth, oldest, dead in current[:self.max_objects]:
+        for name, kind in followed:
+            total_in, total_out, depth, oldest, dead = self._figures(kind, name)
             key = (kind, name)
             seen.add(key)
             series = self.series.get(key)
@@ -184,6 +169,28 @@ class History(Background):
         for name in [n for n in self._pushes if n not in view.queues]:
             del self._pushes[name]
         self._sample_cluster(now)
+
+    def _figures(self, kind: str, name: str) -> tuple[int, int, int, int, int | None]:
+        """``(in, out, depth, oldest position, dead letters)`` of object ``name``."""
+        view = self.node.view
+        if kind == "queue":
+            depth = view.queues[name].len()
+            total_in = self._pushes.get(name, 0)
+            if total_in < depth:  # elements from before we watched: they arrive now
+                total_in = self._pushes[name] = depth
+            return total_in, total_in - depth, depth, total_in - depth, None
+        if kind == "work_queue":
+            core = view.work_queues[name].core
+            total_in = core.next_ids()[0]
+            held = core.pending_len() + core.in_flight_len() + core.dead_letter_len()
+            head = core.head()
+            return (total_in, total_in - held, core.pending_len(),
+                    total_in if head is None else head.item_id, core.dead_letter_len())
+        t = view.topics[name]
+        cursors = [int(s["cursor"]) for s in t.subscriptions().values()]
+        end = t.end_offset()
+        return (end, sum(cursors), end - t.base_offset(),
+                min(cursors, default=t.base_offset()), None)
 
     def _sample_cluster(self, now: float) -> None:
         status = self.node.driver.replica.status()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,3 +94,29 @@ def test_interval_and_window_are_checked(tmp_path: Path) -> None:
     for interval, window in ((0, 10), (float("nan"), 10), (1, 0.5), (1, float("inf"))):
         with pytest.raises(ValueError):
             History(node, interval=interval, window=window)
+
+
+async def test_a_sample_reads_only_the_objects_it_follows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client creating many objects makes each sample pass over their names, but the
+    figures of only the ``max_objects`` followed are read."""
+    async with testing.cluster(data_dir=tmp_path, maintenance_interval=None) as cluster:
+        node = await cluster.leader()
+        history = History(node, interval=1.0, window=5.0, max_objects=3)
+        for i in range(40):
+            await node.queue(f"q{i:02d}").push(i)
+        fifo = type(node.view.queues["q00"])
+        read: list[str] = []
+        length = fifo.len
+
+        def counted(self: Any) -> int:
+            read.append("len")
+            return length(self)
+
+        monkeypatch.setattr(fifo, "len", counted)
+        history.sample(now=3000.0)
+        assert len(read) == 3
+        history.sample(now=3001.0)
+        assert set(history.series) == {("queue", "q00"), ("queue", "q01"), ("queue", "q02")}
+        assert history.untracked == 37
+        assert _last(history, "queue:q01")["depth"] == 1
