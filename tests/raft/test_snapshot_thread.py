@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import threading
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,28 @@ async def test_a_node_writes_its_snapshots_off_the_loop() -> None:
         assert store.writer.background_writes >= store.taken
         assert node.driver.replica.journal.first_index > 1  # compacted after each write
     assert store.writer._executor is None  # stopping the node waited for the write and the thread
+
+
+def test_no_garbage_collection_runs_while_the_state_is_captured(tmp_path: Path) -> None:
+    """The capture runs on the event loop with the cyclic collector paused (it builds a
+    container per object, and each collection would traverse them), and a capture that
+    raises leaves it running again."""
+    enabled: list[bool] = []
+
+    def capture() -> dict[str, Any]:
+        enabled.append(gc.isenabled())
+        if len(enabled) == 2:
+            raise RuntimeError("a defect in the capture")
+        return {"items": [[i] for i in range(1_000)]}
+
+    store = SnapshotStore(OsDisk(sync=False), str(tmp_path / "snapshot.cbor"),
+                          capture=capture, install=lambda _: None, prepare=lambda _: None)
+    assert gc.isenabled()
+    store.serialize(_anchors(1), 2)
+    store.wait()
+    assert store.checkSerializing() == (SUCCESS, 2)
+    store.serialize(_anchors(2), 3)
+    assert store.checkSerializing() == (FAILED, 3) and store.capture_failures == 1
+    assert enabled == [False, False]
+    assert gc.isenabled()
+    store.close()
