@@ -162,7 +162,7 @@ def _fresh(entries: list[list[Any]]) -> list[list[Any]]:
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
     doc: dict[str, Any] = {}
     queues = {name: _fresh(table) for name, q in sm.queues.items()
-              if (table := q.headers_state())}
+              if q.holds_headers() and (table := q.headers_state())}
     if queues:
         doc["queues"] = queues
     topics_ = {name: _fresh(offsets.entries()) for name in list(sm.topic_headers)
