@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         WorkTransition,
     )
     from .errors import (
+        AddressInUse,
         InvalidConfiguration,
         InvalidHeaders,
         InvalidMessageId,
@@ -108,7 +109,7 @@ _HOMES = {
     "core.topic": "Durability SubscribeOutcome TopicCore TopicTransition",
     "core.work": "DeadLetter DeadLetterReason Delivery PendingItem Receipt WorkQueueCore "
                  "WorkReader WorkTransition",
-    "errors": "InvalidConfiguration InvalidHeaders InvalidMessageId InvalidName "
+    "errors": "AddressInUse InvalidConfiguration InvalidHeaders InvalidMessageId InvalidName "
               "InvalidSchedule InvalidSnapshot InvalidTimestamp InvalidTtl LazilyQueueError "
               "LimitExceeded MessageTooLarge OffsetOutOfRange OperationFailed QueueClosed "
               "SettlementRejected SubscriptionLost ThreadSafetyError TooManyObjects "
@@ -158,6 +159,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "EMPTY",
     "AccessDenied",
+    "AddressInUse",
     "CertificateCredentials",
     "Client",
     "ClientAccess",

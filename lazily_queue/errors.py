@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 from collections.abc import Callable
 
@@ -75,6 +76,34 @@ class UnsupportedValue(LazilyQueueError, TypeError):
 
 class InvalidConfiguration(LazilyQueueError, ValueError):
     """A constructor or configuration value is out of range; the message says which."""
+
+
+class AddressInUse(InvalidConfiguration, OSError):
+    """A node cannot listen on ``address`` (``errno`` ``EADDRINUSE``): another process, or
+    another node in this one, listens there (on a ``webrtc`` address: another node with
+    this id joined the room). Raised by ``Node.start()``, which leaves nothing running."""
+
+    def __init__(self, message: str, *, address: str) -> None:
+        super().__init__(message)
+        self.errno = errno.EADDRINUSE
+        self.address = address
+
+    @classmethod
+    def at(cls, node_id: str, address: str, cause: OSError, *, clients: bool) -> AddressInUse:
+        """The error of node ``node_id`` failing with ``cause`` to listen on ``address``,
+        its ``listen`` address (or, ``clients``, one of its clients' own)."""
+        reason = cause.strerror or str(cause)
+        if address.startswith("webrtc"):
+            return cls(f"node {node_id} cannot join {address}: {reason}: another node with "
+                       f"id {node_id} joined that room; stop it, or give this node its own "
+                       "id", address=address)
+        what = "for clients on" if clients else "on"
+        fix = ("give its clients another address" if clients else
+               "give this node another `listen` address (and the other members that "
+               "address in their peers)")
+        return cls(f"node {node_id} cannot listen {what} {address}: {reason}: another "
+                   f"process, or another node in this one, listens there; stop it, or {fix}",
+                   address=address)
 
 
 class InvalidSnapshot(LazilyQueueError, ValueError):

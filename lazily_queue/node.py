@@ -23,6 +23,7 @@ construction and lifecycle.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import random
 import tempfile
@@ -51,7 +52,7 @@ from .datadir import (
     claim_directory,
     disk_problem,
 )
-from .errors import InvalidConfiguration, shown, shown_path
+from .errors import AddressInUse, InvalidConfiguration, shown, shown_path
 from .links import LinkSettings
 from .maintenance import Maintenance
 from .member_addresses import SavedAddresses
@@ -215,7 +216,8 @@ class Node(OutermostBlock, NodeCells, NodeCluster):
     async def start(self) -> None:
         """Lock the data directory, open the journal, start consensus and the network;
         raises :class:`~lazily_queue.datadir.DataDirectoryLocked` while another node
-        runs on the same directory."""
+        runs on the same directory, :class:`~lazily_queue.errors.AddressInUse` while
+        something listens on its ``listen`` address or its clients' own."""
         if self.running:
             return
         raft_dir = str(self.data_dir / "raft")
@@ -263,11 +265,14 @@ class Node(OutermostBlock, NodeCells, NodeCluster):
             self._stale_peers.start()
             if self.clients is not None:
                 await self.clients.start()
-        except BaseException:  # an address in use: nothing stays running or locked
+        except BaseException as exc:  # an address in use: nothing stays running or locked
             if not self._driver.running:
                 with contextlib.suppress(Exception):
                     await network.stop()
             await self.stop()
+            if (isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE
+                    and not isinstance(exc, AddressInUse) and self.listen is not None):
+                raise AddressInUse.at(self.node_id, self.listen, exc, clients=False) from None
             raise
 
     def _open(self, raft_dir: str, state_machine: StateMachine) -> Replica:

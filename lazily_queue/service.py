@@ -37,6 +37,7 @@ from .datadir import (
     DirectoryLock,
     disk_problem,
 )
+from .errors import AddressInUse
 from .link_trouble import (
     LinkTrouble,
     RefusalHints,
@@ -218,6 +219,8 @@ class NodeService:
             raise ConfigError(f"{self.config.source}: {exc}") from None
         except (ClusterMismatch, DataDirectoryTooNew) as exc:
             raise type(exc)(f"{self.config.source}: {exc}") from None
+        except AddressInUse as exc:
+            raise ConfigError(f"{self.config.source}: {exc}") from None
         except OSError as exc:
             with contextlib.suppress(Exception):
                 await node.stop()

@@ -4,11 +4,13 @@ capped at the member's request limit."""
 
 from __future__ import annotations
 
+import errno
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
 from lazily_transports import ChannelHandler, LinkConfig, listen, scheme_of
 
+from ..errors import AddressInUse
 from ..pending_caps import listener_count, pending_caps
 from .access import ClientAccess
 
@@ -35,6 +37,11 @@ async def listen_for_clients(node: Node, access: ClientAccess, on: tuple[str, ..
         context = listen(address, config, serve, credentials=access.credential,
                          accept_peer=lambda _peer: "this address serves clients only",
                          ssl_context=tls)
-        listener = await context.__aenter__()
+        try:
+            listener = await context.__aenter__()
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            raise AddressInUse.at(node.node_id, address, exc, clients=True) from None
         listeners.append(context)
         addresses.append(listener.address)

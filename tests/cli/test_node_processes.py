@@ -164,7 +164,12 @@ def test_listen_address_in_use(tmp_path: Path) -> None:
         clash = NodeProc(write_config(tmp_path / "n2.toml", 2, {2: f"unix:{tmp_path}/n1.sock"}))
         assert clash.wait_exit() == 2
         err = clash.stderr()
-        assert "cannot listen on `listen`" in err and "already bound" in err
+        assert err.startswith(
+            f"error: {tmp_path / 'n2.toml'}: node 2 cannot listen on unix:{tmp_path}/n1.sock: "
+            f"a listener is already bound to {tmp_path}/n1.sock: another process, or another "
+            "node in this one, listens there; stop it, or give this node another `listen` "
+            "address"), err
+        assert err.count("\n") == 1, err
     finally:
         assert first.terminate() == 0
 

@@ -258,11 +258,20 @@ MUTATIONS = [
         "acknowledged entries), and rejoin recovers it"),
     Mutation(
         "failed-start-keeps-directory", "lazily_queue/node.py",
-        "        except BaseException:  # an address in use: nothing stays running or locked\n",
-        "        except ZeroDivisionError:\n",
+        "        except BaseException as exc:  # an address in use: nothing stays running or "
+        "locked\n",
+        "        except ZeroDivisionError as exc:\n",
         ("tests/raft/test_data_dir_lock.py::"
          "test_a_node_whose_address_is_taken_leaves_its_directory_free",),
         "a node whose start fails at its address leaves nothing running or locked"),
+    Mutation(
+        "address-in-use-untyped", "lazily_queue/node.py",
+        "                raise AddressInUse.at(self.node_id, self.listen, exc, clients=False) "
+        "from None\n",
+        "                raise\n",
+        ("tests/raft/test_address_in_use.py::test_two_nodes_on_one_unix_address",),
+        "a node whose listen address is taken raises AddressInUse naming it, not a bare "
+        "OSError"),
     Mutation(
         "cell-name-unchecked", "lazily_queue/node_cells.py",
         "        check_name(name, what or f\"{kind.replace('_', ' ')} name\")\n",

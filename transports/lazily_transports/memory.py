@@ -9,6 +9,7 @@ must be used from its own loop only.
 from __future__ import annotations
 
 import asyncio
+import errno
 import ssl
 import threading
 
@@ -144,7 +145,8 @@ class _Registry:
     def add(cls, listener: MemoryListener) -> None:
         with cls.lock:
             if listener.name in cls.listeners:
-                raise OSError(f"memory address {listener.address} is already in use")
+                raise OSError(errno.EADDRINUSE,
+                              f"memory address {listener.address} is already in use")
             cls.listeners[listener.name] = listener
 
     @classmethod
