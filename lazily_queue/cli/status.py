@@ -6,6 +6,7 @@ import argparse
 import http.client
 import json
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -117,7 +118,30 @@ def run(args: argparse.Namespace) -> int:
               f"(ask them; {_leader_detail(status)}; journal: {disk.get('error')})",
               file=sys.stderr)
         return 3
+    if args.require_leader and (journal := _leader_journal(status)) is not None:
+        print(f"error: the leader (node {_leader(status)}) says its journal is not writable, "
+              "so it may no longer lead: it drops what the others send and they may elect "
+              f"another ({journal}; {_leader_detail(status)})", file=sys.stderr)
+        return 3
     return 0
+
+
+def _leader_journal(status: dict[str, Any]) -> str | None:
+    """Asked of a member that does not lead: why the leader's journal is not writable, as
+    the leader's vitals proven with the cluster secret say (``None`` when they do not)."""
+    members = status.get("members")
+    if status.get("state") == "leader" or not isinstance(members, list):
+        return None
+    for member in members:
+        if not isinstance(member, dict) or member.get("id") != _leader(status) or \
+                member.get("vitals_proof") != "proven":
+            continue
+        journal = (member.get("vitals") or {}).get("journal")
+        if isinstance(journal, dict) and journal.get("writable") is False:
+            at = member.get("vitals_at")
+            age = f" {max(0.0, time.time() - at):.0f} s ago" if isinstance(at, (int, float)) else ""
+            return f"its proven vitals read{age}: {journal.get('error')}"
+    return None
 
 
 def _objects(url: str, args: argparse.Namespace) -> int:

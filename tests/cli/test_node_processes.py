@@ -254,6 +254,17 @@ def test_refused_nodes_with_ids_above_every_member_fail_fast(tmp_path: Path) -> 
     assert codes == [0, 0]
 
 
+def _follower_of_2(*, proof: str | None) -> dict[str, Any]:
+    """A follower's status whose leader's vitals (``proof``) say its disk is full."""
+    import time
+
+    journal = {"writable": False, "error": "No space left on device"}
+    return {"leader": "2", "state": "follower", "term": 2, "members": [
+        {"id": "1", "self": True, "reachable": True},
+        {"id": "2", "self": False, "reachable": True, "vitals_proof": proof,
+         "vitals_at": time.time(), "vitals": {"journal": journal}}]}
+
+
 def test_status_require_leader_fails_until_the_node_knows_one() -> None:
     import http.server
     import threading
@@ -261,6 +272,7 @@ def test_status_require_leader_fails_until_the_node_knows_one() -> None:
     documents = [{"leader": None, "state": "candidate", "term": 1},
                  {"leader": "2", "state": "leader", "term": 2,
                   "disk": {"writable": False, "error": "No space left on device"}},
+                 _follower_of_2(proof="proven"), _follower_of_2(proof=None),
                  {"leader": "2", "state": "follower", "term": 2}]
 
     class Status(http.server.BaseHTTPRequestHandler):
@@ -286,6 +298,17 @@ def test_status_require_leader_fails_until_the_node_knows_one() -> None:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         assert out.returncode == 3
         assert "leads, but its journal is not writable, so it may no longer lead" in out.stderr
+        documents.pop(0)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 3, out.stderr
+        assert out.stderr.startswith(
+            "error: the leader (node 2) says its journal is not writable, so it may no longer "
+            "lead: it drops what the others send and they may elect another (its proven "
+            "vitals read "), out.stderr
+        assert "No space left on device; state follower, term 2)" in out.stderr
+        documents.pop(0)  # vitals not proven with the secret: not taken as the leader's
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
         documents.pop(0)
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         assert out.returncode == 0 and json.loads(out.stdout)["leader"] == "2"
