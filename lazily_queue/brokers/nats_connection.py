@@ -51,8 +51,13 @@ class Outages:
         and then the application's, which is put back by :meth:`unfollow`."""
         self._followed = nc
         self._reconnects = nc.stats["reconnects"]
+        self._chain(nc)
+        return self
+
+    def _chain(self, nc: NATS) -> None:
+        """Make ``nc``'s ``disconnected_cb`` call ``dropped`` and then the one it had."""
         if not hasattr(nc, "_disconnected_cb"):  # a nats-py without it: answers time out
-            return self
+            return
         theirs = self._theirs = nc._disconnected_cb
 
         async def chained() -> None:
@@ -61,7 +66,6 @@ class Outages:
                 await theirs()
 
         nc._disconnected_cb = self._chained = chained
-        return self
 
     def unfollow(self) -> None:
         """Call ``dropped`` no more; put the application's ``disconnected_cb`` back
@@ -74,9 +78,15 @@ class Outages:
 
     def check(self) -> None:
         """Call every listener when the followed connection reconnected since the last
-        check (a no-op for a connection whose callbacks are this object's)."""
+        check (a no-op for a connection whose callbacks are this object's), and chain
+        its ``disconnected_cb`` again when it was set since (``nc.connect()`` sets it:
+        a storage may be made on a connection not yet connected)."""
         nc = self._followed
-        if nc is not None and nc.stats["reconnects"] != self._reconnects:
+        if nc is None:
+            return
+        if self._chained is not None and nc._disconnected_cb is not self._chained:
+            self._chain(nc)
+        if nc.stats["reconnects"] != self._reconnects:
             self._reconnects = nc.stats["reconnects"]
             self._tell()
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import nats
 import pytest
+from nats.aio.client import Client as NATS
 
 from lazily_queue import QueueCell, WorkQueueCell, connect
 from lazily_queue.brokers import BrokerUnavailable
@@ -61,8 +62,11 @@ async def test_requests_in_flight_when_the_server_dies_do_not_wait_out_their_tim
         assert delivery.value == "job"
 
 
-async def test_requests_on_the_applications_connection_fail_at_once_when_it_drops() -> None:
-    """A storage on the application's own connection (``NatsJetStreamStorage(nc)``):
+@pytest.mark.parametrize("made", ["after connect", "before connect"])
+async def test_requests_on_the_applications_connection_fail_at_once_when_it_drops(
+        made: str) -> None:
+    """A storage on the application's own connection (``NatsJetStreamStorage(nc)``,
+    made before or after ``nc.connect()``, which sets the connection's callbacks):
     its claim in flight when nats-server is killed raises ``BrokerUnavailable`` naming
     the drop, not at its timeout (600 s), its push is sent again and stored once, and
     the application's ``disconnected_cb`` is still called and its own request is left
@@ -74,9 +78,13 @@ async def test_requests_on_the_applications_connection_fail_at_once_when_it_drop
         told.append("disconnected")
 
     async with NatsServer() as server:
-        nc = await nats.connect(server.url, disconnected_cb=disconnected,
-                                reconnect_time_wait=0.1, max_reconnect_attempts=-1)
-        storage = NatsJetStreamStorage(nc, poll_interval=0.2, timeout=600)
+        nc = NATS()
+        if made == "before connect":
+            storage = NatsJetStreamStorage(nc, poll_interval=0.2, timeout=600)
+        await nc.connect(server.url, disconnected_cb=disconnected,
+                         reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+        if made == "after connect":
+            storage = NatsJetStreamStorage(nc, poll_interval=0.2, timeout=600)
         try:
             queue = QueueCell(storage.queue(fresh("own-dropped")))
             jobs = WorkQueueCell(storage.work_queue(
