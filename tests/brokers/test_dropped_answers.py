@@ -81,8 +81,9 @@ async def test_requests_on_the_applications_connection_fail_at_once_when_it_drop
         nc = NATS()
         if made == "before connect":
             storage = NatsJetStreamStorage(nc, poll_interval=0.2, timeout=600)
-        await nc.connect(server.url, disconnected_cb=disconnected,
-                         reconnect_time_wait=0.1, max_reconnect_attempts=-1)
+        options: dict[str, Any] = {"disconnected_cb": disconnected,
+                                   "reconnect_time_wait": 0.1, "max_reconnect_attempts": -1}
+        await nc.connect(server.url, **options)
         if made == "after connect":
             storage = NatsJetStreamStorage(nc, poll_interval=0.2, timeout=600)
         try:
