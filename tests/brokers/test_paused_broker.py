@@ -53,8 +53,9 @@ async def test_a_nats_pop_while_the_server_is_paused_leaves_no_unread_task_error
 async def test_a_redis_push_to_a_paused_server_says_whether_it_applied_is_unknown() -> None:
     """redis-server paused (SIGSTOP) with a push on its way: the push fails at the
     connection's ``timeout`` (1 s here; 30 s by default) with ``BrokerUnavailable``
-    saying it may have applied, and it had: once the server runs again, both elements
-    are there."""
+    saying it may have applied. Either holds: sent on an open connection it applies once
+    the server runs again; a connection opened meanwhile (the poll holding the open one)
+    times out in its handshake, before the push is sent. Nothing is there twice."""
     async with RedisServer() as server, \
             connect(server.url, poll_interval=0.2, timeout=1.0) as client:
         q: QueueCell[Any] = client.queue(fresh("paused-redis"))
@@ -66,4 +67,8 @@ async def test_a_redis_push_to_a_paused_server_says_whether_it_applied_is_unknow
                 await q.push("second")
         finally:
             server.resume()
-        assert [await q.pop(timeout=5), await q.pop(timeout=5)] == ["first", "second"]
+        await q.push("third")
+        taken = [await q.pop(timeout=5), await q.pop(timeout=5)]
+        if taken[1] == "second":
+            taken.append(await q.pop(timeout=5))
+        assert taken in (["first", "second", "third"], ["first", "third"])
