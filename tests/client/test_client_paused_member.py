@@ -8,6 +8,8 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -22,16 +24,28 @@ CLIENTS = "\n".join(["[[client]]", 'name = "producer"', 'token_env = "TOKEN_PROD
                      'produce = ["*"]'])
 
 
-async def test_a_client_whose_leader_is_paused_goes_on_through_the_others(
-    short_tmp: Path,
-) -> None:
+@contextmanager
+def three_members(short_tmp: Path) -> Iterator[tuple[dict[int, str], list[NodeProc]]]:
+    """Three node processes serving the producer, ready; every one let go on and
+    stopped at the end."""
     peers = unix_peers(short_tmp)
     procs = [NodeProc(write_config(short_tmp / f"n{i}.toml", i, peers, extra=CLIENTS),
                       env={"TOKEN_PRODUCER": TOKEN}) for i in (1, 2, 3)]
-    paused: NodeProc | None = None
     try:
         for proc in procs:
             proc.wait_ready()
+        yield peers, procs
+    finally:
+        for proc in procs:
+            if proc.proc.poll() is None:
+                os.kill(proc.proc.pid, signal.SIGCONT)
+            proc.terminate()
+
+
+async def test_a_client_whose_leader_is_paused_goes_on_through_the_others(
+    short_tmp: Path,
+) -> None:
+    with three_members(short_tmp) as (peers, procs):
 
         def agreed() -> str | None:  # right after start a loaded machine may elect again
             named = {p.status().get("leader") for p in procs}
@@ -47,31 +61,19 @@ async def test_a_client_whose_leader_is_paused_goes_on_through_the_others(
             q = client.queue("q")
             await q.push(0)
             assert client.member == str(leader)
-            paused = procs[leader - 1]
-            paused.pause()
+            procs[leader - 1].pause()
             started = time.monotonic()
             await asyncio.gather(*(q.push(n) for n in range(1, 33)))
             took = time.monotonic() - started
             assert client.member != str(leader)
             # quiet for 1 s, then the others (not the paused leader again for 5 s more)
             assert took < 5, f"the pushes took {took:.1f} s"
-    finally:
-        if paused is not None:
-            os.kill(paused.proc.pid, signal.SIGCONT)
-        for proc in procs:
-            proc.terminate()
 
 
 async def test_an_op_timing_out_on_a_paused_member_names_it_and_its_silence(
     short_tmp: Path,
 ) -> None:
-    peers = unix_peers(short_tmp)
-    procs = [NodeProc(write_config(short_tmp / f"n{i}.toml", i, peers, extra=CLIENTS),
-                      env={"TOKEN_PRODUCER": TOKEN}) for i in (1, 2, 3)]
-    paused: NodeProc | None = None
-    try:
-        for proc in procs:
-            proc.wait_ready()
+    with three_members(short_tmp) as (peers, procs):
         # A ping_timeout longer than the op's: the client stays with the paused member.
         async with connect(list(peers.values()), ("producer", TOKEN), op_timeout=2,
                            ping_interval=0.2, ping_timeout=60, connect_timeout=5) as client:
@@ -79,15 +81,9 @@ async def test_an_op_timing_out_on_a_paused_member_names_it_and_its_silence(
             await q.push(0)
             member = client.member
             assert member is not None
-            paused = procs[int(member) - 1]
-            paused.pause()
+            procs[int(member) - 1].pause()
             with pytest.raises(CommitTimeout) as failed:
                 await q.push(1)
             assert failed.value.applied is None
             assert f"member {member} has sent nothing for" in str(failed.value)
             assert "nor answered a ping" in str(failed.value)
-    finally:
-        if paused is not None:
-            os.kill(paused.proc.pid, signal.SIGCONT)
-        for proc in procs:
-            proc.terminate()
