@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,25 +14,8 @@ from lazily_queue.peer_pages import QUOTED, PeerPages
 from lazily_queue.replicated import ops
 from lazily_queue.status import node_status
 from lazily_queue.vitals import PROBLEM_TEXT, Vitals, journal_problem
+from tests.integrations.canned_pages import http_page
 from tests.raft.faulty_disk import FaultyDisk
-
-
-@asynccontextmanager
-async def http_server(body: Callable[[], bytes]) -> AsyncIterator[str]:
-    """A one-route HTTP server answering every request with 200 and ``body()``."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body())
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        server.close()
-
 
 #: Vitals of the shape a member gives (its other figures left out).
 VITALS: dict[str, Any] = {
@@ -60,10 +41,10 @@ async def test_vitals_of_another_shape_are_that_members_error(body: str) -> None
     read, fields the status page reads of another type) is that member's error: its
     vitals are not kept, so every status stays strict JSON its page can show."""
     pages = PeerPages(cast(Any, None))
-    async with http_server(lambda: json.dumps(VITALS).encode()) as honest:
+    async with http_page(lambda: json.dumps(VITALS).encode()) as honest:
         await pages._read("2", honest)
     assert pages.answers["2"]["vitals"] == VITALS
-    async with http_server(body.encode) as hostile:
+    async with http_page(body.encode) as hostile:
         await pages._read("2", hostile)
     entry = pages.answers["2"]
     assert entry["vitals"] == VITALS and entry["error"]
@@ -95,8 +76,8 @@ async def test_a_hostile_page_does_not_stop_the_reading(tmp_path: Path) -> None:
         node = await cluster.wait_for_leader()
         others = [m for m in ("1", "2", "3") if m != node.node_id]
         good = {**VITALS, "node": others[1]}
-        async with (http_server(lambda: b"[" * 200_000) as hostile,
-                    http_server(lambda: json.dumps(good).encode()) as honest):
+        async with (http_page(lambda: b"[" * 200_000) as hostile,
+                    http_page(lambda: json.dumps(good).encode()) as honest):
             for member, url in zip(others, (hostile, honest), strict=True):
                 await node.driver.call(ops.MEMBER_PAGE, [member, url], timeout=5)
             pages = PeerPages(node, interval=0.05, timeout=2)
@@ -127,7 +108,7 @@ async def test_every_member_names_the_member_whose_disk_refuses_its_journal(
         leader = await cluster.wait_for_leader()
         full = next(n for n in cluster.nodes.values() if n is not leader)
         vitals = Vitals(full)
-        async with http_server(lambda: json.dumps(vitals.document()).encode()) as page:
+        async with http_page(lambda: json.dumps(vitals.document()).encode()) as page:
             await leader.driver.call(ops.MEMBER_PAGE, [full.node_id, page], timeout=5)
             assert vitals.document()["journal"]["writable"] is True
             disks[full.node_id].full = True

@@ -3,10 +3,9 @@ of its cluster (a fresh nonce, an HMAC under a key derived from the cluster secr
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,6 +28,7 @@ from lazily_queue.vitals_proof import (
     proven,
     vitals_key,
 )
+from tests.integrations.canned_pages import Answer, http_page
 
 KEY = vitals_key(b"cluster secret", "lazily-queue")
 #: A member's vitals saying its journal is not writable (other figures left out).
@@ -41,27 +41,10 @@ FULL: dict[str, Any] = {
 }
 BODY = json.dumps(FULL).encode()
 
-Answer = Callable[[dict[str, str]], dict[str, str]]
-
-
-@asynccontextmanager
-async def page(headers_for: Answer) -> AsyncIterator[str]:
+def page(headers_for: Answer) -> AbstractAsyncContextManager[str]:
     """A page answering every request with :data:`BODY` and ``headers_for(request
-    headers)`` (names in lower case)."""
-
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")[1:]
-        asked = {n.strip().lower(): v.strip() for n, _, v in (h.partition(":") for h in head)}
-        extra = "".join(f"{n}: {v}\r\n" for n, v in headers_for(asked).items())
-        writer.write(f"HTTP/1.0 200 OK\r\n{extra}\r\n".encode() + BODY)
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    try:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    finally:
-        server.close()
+    headers)``."""
+    return http_page(lambda: BODY, headers_for)
 
 
 def signed_with(key: bytes) -> Answer:
