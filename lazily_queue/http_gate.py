@@ -41,8 +41,9 @@ class Connections:
     each other do not push each other out.
 
     ``stall_limit``: the seconds in all a connection may wait for its reader to take
-    the answers written to it (``None``: no limit); one that waits longer is closed, so
-    a reader that does not read cannot hold its answers in the node's memory."""
+    the answers written to it since it last took them all (``None``: no limit); one that
+    waits longer is closed, so a reader that does not read cannot hold its answers in
+    the node's memory, while a slow one polling on a kept-alive connection is not cut."""
 
     def __init__(self, gate: AdmissionGate, *, stall_limit: float | None = None) -> None:
         self.gate = gate
@@ -130,6 +131,10 @@ class _Gated(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self.admitted:
+            transport = self._transport
+            if (self._stall_timer is None and transport is not None
+                    and not transport.get_write_buffer_size()):
+                self._stalled_for = 0.0  # a new request, every earlier answer taken
             self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:

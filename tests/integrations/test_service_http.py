@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from lazily_transports import AdmissionGate
 
 from lazily_queue import http_gate, service_http
 from lazily_queue.config import parse_config
@@ -401,3 +402,59 @@ async def test_a_page_announce_failing_so_again_and_again_is_logged_once(
     said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
     assert [line.split(" failed (")[1].split(")")[0] for line in said] == [
         str(stalled), "no quorum", str(stalled)], said
+
+
+class _Transport(asyncio.Transport):
+    """A transport holding ``buffered`` bytes its reader has not taken."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffered = 0
+        self.aborted = False
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return ("203.0.113.7", 1) if name == "peername" else default
+
+    def get_write_buffer_size(self) -> int:
+        return self.buffered
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+async def test_a_reader_taking_each_answer_slowly_is_not_cut_for_their_sum() -> None:
+    """The stall limit counts the waits since the reader last took every answer: a
+    request arriving with nothing left unread starts the count again, so a status page
+    polling on one kept-alive connection is not closed after enough slow answers, while
+    a reader that leaves answers unread still is."""
+    loop = asyncio.get_running_loop()
+    connections = http_gate.Connections(AdmissionGate(8, 8), stall_limit=0.2)
+
+    def answered_slowly(transport: _Transport, gated: asyncio.Protocol) -> asyncio.Future[None]:
+        gated.pause_writing()
+        transport.buffered = 100_000
+        done: asyncio.Future[None] = loop.create_future()
+
+        def taken() -> None:
+            transport.buffered = 0
+            gated.resume_writing()
+            done.set_result(None)
+
+        loop.call_later(0.15, taken)
+        return done
+
+    polled, polled_gated = _Transport(), http_gate._Gated(asyncio.Protocol(), connections)
+    polled_gated.connection_made(polled)
+    unread, unread_gated = _Transport(), http_gate._Gated(asyncio.Protocol(), connections)
+    unread_gated.connection_made(unread)
+    for _ in range(3):
+        polled_gated.data_received(b"GET /status.json HTTP/1.1\r\n\r\n")
+        unread_gated.data_received(b"GET /status.json HTTP/1.1\r\n\r\n")
+        unread.buffered = 1  # part of an answer never taken
+        await answered_slowly(polled, polled_gated)
+        await asyncio.sleep(0)
+        unread_gated.pause_writing()
+        await asyncio.sleep(0.15)
+        unread_gated.resume_writing()
+    assert not polled.aborted
+    assert unread.aborted
