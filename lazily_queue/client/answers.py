@@ -112,7 +112,8 @@ class Answers:
                     error = retry_refused(error)  # learns its outcome is unknown
                 self._refused_again(link, op, error, pause)
                 return
-        if code == "commit_timeout" and op.unknown and self._orphaned(op, told, now):
+        if code == "commit_timeout" and op.unknown and (
+                (op.orphaned and now < op.deadline) or self._orphaned(op, told, now)):
             op.error, op.rid = error, 0  # its member may apply it yet: asked again there
             self._send(link, op)
             return

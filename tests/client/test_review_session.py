@@ -39,6 +39,9 @@ class _Link:
     last_frame = 0
     #: Its member answered the hello (a take goes in the form its features say).
     greeted = True
+    open = True
+    #: Who it links to, and what it last heard (named by an op's timeout).
+    member, address, pinged, heard = "1", "unix:/m1", None, 0.0
 
     def holds(self, frame: int) -> bool:
         return False
@@ -267,5 +270,30 @@ async def test_a_pop_a_member_timed_out_with_its_outcome_unknown_is_asked_again(
         await future
     assert failed.value.applied is None
     link.sent[1]((P.OK, encode_result((["x"], [[7, 1]], [{}]))))  # asked again: answered
+    assert late == [(["x"], [[7, 1]], [{}])]
+    client.session.close()
+
+
+async def test_a_pop_expired_before_its_members_commit_timeout_is_still_asked_again() -> None:
+    """The client's own deadline passes first (the pop's caller fails, the pop is kept
+    to undo), then its member's ``commit_timeout`` arrives, about a round trip later: the
+    pop is asked again under its number all the same, and its late elements go to the
+    orphan handler."""
+    client = _Client()
+    late: list[Any] = []
+    op, future = client.session.propose(ops.QUEUE_POP_HEADERS, ["q", 1], timeout=30,
+                                        on_orphan=late.append)
+    link = client.link
+    assert link is not None
+    first = link.sent.pop(1)
+    op.deadline = 0.0
+    client.session._sweep()
+    with pytest.raises(CommitTimeout):
+        await future
+    assert op.orphaned and not op.done
+    first((P.ERROR, ["commit_timeout", "queue_pop_headers did not commit before its "
+                     "deadline; its outcome is unknown (it may have applied)"]))
+    assert 1 in link.sent  # asked again there
+    link.sent[1]((P.OK, encode_result((["x"], [[7, 1]], [{}]))))
     assert late == [(["x"], [[7, 1]], [{}])]
     client.session.close()
