@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +21,12 @@ def redacted(url: str) -> str:
     parts = urlsplit(url)
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{parts.hostname or '?'}{port}"
+
+
+#: Each chained ``disconnected_cb`` and the one it calls after its own.
+_CHAINED_TO: weakref.WeakKeyDictionary[Callable[[], Awaitable[None]],
+                                       Callable[[], Awaitable[None]] | None] = (
+    weakref.WeakKeyDictionary())
 
 
 class Outages:
@@ -65,7 +72,18 @@ class Outages:
             if theirs is not None:
                 await theirs()
 
+        _CHAINED_TO[chained] = theirs
         nc._disconnected_cb = self._chained = chained
+
+    def _in_chain(self, nc: NATS) -> bool:
+        """Whether ``nc``'s ``disconnected_cb`` calls ours, at once or through those
+        chained before it (another storage following the same connection)."""
+        callback = nc._disconnected_cb
+        while callback is not None:
+            if callback is self._chained:
+                return True
+            callback = _CHAINED_TO.get(callback)
+        return False
 
     def unfollow(self) -> None:
         """Call ``dropped`` no more; put the application's ``disconnected_cb`` back
@@ -79,12 +97,12 @@ class Outages:
     def check(self) -> None:
         """Call every listener when the followed connection reconnected since the last
         check (a no-op for a connection whose callbacks are this object's), and chain
-        its ``disconnected_cb`` again when it was set since (``nc.connect()`` sets it:
-        a storage may be made on a connection not yet connected)."""
+        its ``disconnected_cb`` again when ours is no longer called by it (``nc.connect()``
+        sets it: a storage may be made on a connection not yet connected)."""
         nc = self._followed
         if nc is None:
             return
-        if self._chained is not None and nc._disconnected_cb is not self._chained:
+        if self._chained is not None and not self._in_chain(nc):
             self._chain(nc)
         if nc.stats["reconnects"] != self._reconnects:
             self._reconnects = nc.stats["reconnects"]

@@ -135,3 +135,31 @@ def test_a_connection_without_nats_pys_callback_slot_is_followed_by_its_count() 
     outages.check()
     outages.unfollow()
     assert told == ["reconnected"] and not hasattr(nc, "_disconnected_cb")
+
+
+async def test_outages_following_one_connection_chain_its_callback_once_each() -> None:
+    """Two storages on one application connection each chain its ``disconnected_cb``
+    once: checking before every operation does not chain them again and again around
+    each other, and a drop calls each one's ``dropped`` once and the application's
+    callback once."""
+    called: list[str] = []
+
+    async def theirs() -> None:
+        called.append("app")
+
+    class _Conn:
+        stats = {"reconnects": 0}
+        _disconnected_cb: Any = None
+
+    nc = _Conn()
+    nc._disconnected_cb = theirs
+    first, second = Outages(), Outages()
+    first.dropped.append(lambda: called.append("first"))
+    second.dropped.append(lambda: called.append("second"))
+    first.follow(nc)  # type: ignore[arg-type]
+    second.follow(nc)  # type: ignore[arg-type]
+    for _ in range(5):
+        first.check()
+        second.check()
+    await nc._disconnected_cb()
+    assert sorted(called) == ["app", "first", "second"]
