@@ -144,6 +144,7 @@ class MirroredObject:
         self._views_at = -poll_interval
         self._views_wanted = True
         self._checked_at = -poll_interval
+        self._check_wanted = True
         self._refresher.start()
 
     async def _declare(self) -> None:
@@ -168,7 +169,8 @@ class MirroredObject:
         operator's edit of a consumer): on :meth:`sync`, and otherwise at most every
         ``poll_interval``."""
         now = asyncio.get_running_loop().time()
-        if self._views_wanted or now - self._checked_at >= self._refresher.poll_interval:
+        if self._check_wanted or now - self._checked_at >= self._refresher.poll_interval:
+            self._check_wanted = False
             self._checked_at = now
             return True
         return False
@@ -265,7 +267,7 @@ class MirroredObject:
         """Return once the mirror reflects every operation that returned before the call
         (one refresh); raises what that refresh raised."""
         await self._ready()
-        self._views_wanted = True
+        self._views_wanted = self._check_wanted = True
         await self._refresher.sync()
 
     async def aclose(self) -> None:

@@ -242,3 +242,35 @@ async def test_a_consumer_edited_while_the_process_was_disconnected_is_refused_o
         await wait_for(lambda: nc.is_connected, "the client to reconnect")
         with pytest.raises(IncompatibleBrokerObject, match=r"has max_deliver 10; "):
             await jobs.claim("w", timeout=5)
+
+
+async def test_an_empty_queues_refreshes_check_its_consumer_at_most_every_poll_interval(
+    nats_server: BrokerServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A queue's refreshes read its consumer's settings on ``sync()`` and otherwise at
+    most every ``poll_interval``, an empty queue's too (whose refreshes read no
+    elements)."""
+    from lazily_queue.brokers import nats_queue
+
+    checks = 0
+    real = nats_queue.refreshed
+
+    async def counted(*args: Any) -> Any:
+        nonlocal checks
+        checks += 1
+        return await real(*args)
+
+    monkeypatch.setattr(nats_queue, "refreshed", counted)
+    backend = await open_provider(nats_server.url, poll_interval=60, timeout=2)
+    try:
+        queue: QueueCell[Any] = QueueCell(backend.queue(fresh("empty-queue")))
+        storage: Any = queue.storage
+        await storage.sync()
+        after_sync = checks
+        for _ in range(4):
+            await storage._read()
+        assert checks == after_sync
+        await storage.sync()
+        assert checks == after_sync + 1
+    finally:
+        await backend.close()
