@@ -122,7 +122,9 @@ class Replies:
     def drop_requests(self) -> None:
         """The connection dropped: nats-py's own requests waiting for an answer (the
         JetStream API's: a refresh's reads, and any other request made on the
-        connection) fail now with :class:`ConnectionDropped`, a timeout."""
+        connection) fail now, not at their timeout: nats-py raises its own
+        ``nats.errors.TimeoutError`` for the :class:`ConnectionDropped` set here, so they
+        read as unanswered rather than dropped."""
         resp_map: dict[str, asyncio.Future[Any]] = getattr(self.nc, "_resp_map", None) or {}
         _fail(resp_map.values())
 
