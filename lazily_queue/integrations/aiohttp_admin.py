@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -78,12 +79,28 @@ def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "
     ]
     for method, path, handler in routes:
         app.router.add_route(method, api + path, _guarded(handler))
-    app.router.add_route("*", api + "/{tail:.*}", _guarded(_no_route))
+    shapes = [(method, _shape(api + path)) for method, path, _ in routes]
+    app.router.add_route("*", api + "/{tail:.*}", _guarded(_no_route(shapes)))
 
 
-async def _no_route(request: web.Request) -> Any:
-    raise AdminError("not_found", f"no admin API route {request.method} {request.path} "
-                     "(lazily_queue.integrations.aiohttp_admin lists them)", 404)
+def _shape(path: str) -> re.Pattern[str]:
+    """The paths a route's template (``/x/{name}/y``) serves."""
+    return re.compile("".join(
+        "[^/]+" if part.startswith("{") else re.escape(part)
+        for part in re.split(r"(\{[^}/]+\})", path)) + "$")
+
+
+def _no_route(shapes: list[tuple[str, re.Pattern[str]]]) -> Handler:
+    async def answer(request: web.Request) -> Any:
+        allowed = sorted({method for method, shape in shapes if shape.match(request.path)})
+        if allowed:
+            raise AdminError("method_not_allowed",
+                             f"{request.path} is served to {' and '.join(allowed)} only, "
+                             f"not {request.method}", 405, allow=allowed)
+        raise AdminError("not_found", f"no admin API route {request.method} {request.path} "
+                         "(lazily_queue.integrations.aiohttp_admin lists them)", 404)
+
+    return answer
 
 
 def _origin(request: web.Request) -> str:
@@ -105,8 +122,10 @@ def _over_tls(request: web.Request) -> bool:
 
 
 def _error(exc: AdminError) -> web.Response:
-    retry = exc.extra.get("retry_after")
-    headers = None if retry is None else {"Retry-After": str(retry)}
+    retry, allow = exc.extra.get("retry_after"), exc.extra.get("allow")
+    headers = {} if retry is None else {"Retry-After": str(retry)}
+    if allow is not None:
+        headers["Allow"] = ", ".join(allow)
     return web.json_response(exc.document(), status=exc.status, headers=headers)
 
 

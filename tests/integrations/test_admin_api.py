@@ -54,8 +54,12 @@ async def test_who_may_act(tmp_path: Path) -> None:
         assert ok.status == 200 and await ok.json() == {"queues": []}
         assert await error_of(await http.get("/admin/api/queue", headers=BEARER)) == (
             404, "not_found")  # a mistyped route is answered as every error is
-        assert await error_of(await http.get("/admin/api/members/2/remove",
-                                             headers=BEARER)) == (404, "not_found")
+        wrong_method = await http.get("/admin/api/members/2/remove", headers=BEARER)
+        assert wrong_method.headers["Allow"] == "POST"
+        assert await error_of(wrong_method) == (405, "method_not_allowed")
+        either = await http.delete("/admin/api/members", headers=BEARER)
+        assert either.headers["Allow"] == "GET, POST"
+        assert await error_of(either) == (405, "method_not_allowed")
         assert await error_of(await http.get("/admin/api/queue")) == (401, "unauthorized")
         # Another site can neither act with the token nor with a session.
         evil = {**BEARER, "Origin": "http://evil.example"}
