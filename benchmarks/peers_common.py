@@ -331,6 +331,8 @@ class Server:
 
 #: How many times ``listening`` starts servers whose free port was taken meanwhile.
 PORT_ATTEMPTS = 4
+#: How a server's log says its port was taken (the C library's words, Erlang's).
+PORT_TAKEN = ("address already in use", "eaddrinuse")
 
 
 @contextlib.asynccontextmanager
@@ -351,7 +353,8 @@ async def listening(build: Callable[[int], tuple[list[Server], list[int]]]
                 await server.wait_port(port)
         except RuntimeError as exc:
             await stack.aclose()
-            if "address already in use" in str(exc).lower() and attempt + 1 < PORT_ATTEMPTS:
+            taken = any(words in str(exc).lower() for words in PORT_TAKEN)
+            if taken and attempt + 1 < PORT_ATTEMPTS:
                 continue
             raise
         except BaseException:

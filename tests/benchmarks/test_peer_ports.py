@@ -41,6 +41,25 @@ async def test_a_port_taken_meanwhile_is_given_up_for_a_fresh_one(tmp_path: Path
         assert server.proc.poll() is not None  # stopped with the block
 
 
+async def test_an_erlang_server_whose_port_was_taken_is_started_on_a_fresh_one(
+        tmp_path: Path) -> None:
+    """RabbitMQ says ``eaddrinuse`` in its boot error, not the C library's words."""
+    failed = ("raise SystemExit('{error,{could_not_start_listener,\"127.0.0.1\",5672,"
+              "{listen_error,{acceptor,{127,0,0,1},5672},eaddrinuse}}}')")
+    tried: list[int] = []
+
+    def build(attempt: int) -> tuple[list[Server], list[int]]:
+        tried.append(attempt)
+        port = free_port()
+        argv = [sys.executable, "-c", failed] if attempt == 0 else [
+            sys.executable, "-c", LISTEN, str(port)]
+        return [Server(argv, tmp_path / f"s{attempt}.log")], [port]
+
+    async with listening(build) as (server,):
+        assert server.proc is not None and server.proc.poll() is None
+    assert tried == [0, 1]
+
+
 async def test_a_server_failing_otherwise_is_not_started_again(tmp_path: Path) -> None:
     tried: list[int] = []
 
