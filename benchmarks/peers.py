@@ -12,12 +12,13 @@ in flight (3 members, then one member); one member's serial claim+ack and pop ra
 Systems: lazily-queue (3 ``lazily-queue node`` processes over Unix sockets, fsync before
 every acknowledgement; one node process for the one-member rows), NATS JetStream R3
 (3 ``nats-server -js``, file storage), Redis Streams (``redis-server``, AOF
-``appendfsync always``) and persist-queue ``SQLiteAckQueue`` (SQLite WAL,
-``synchronous=FULL``; one-member rows). Servers run on free loopback ports in temporary
-directories and are always stopped. A peer that is not installed is skipped with a line
-saying how to install it. ``--rounds R`` runs every system R times, taking turns, and
-reports each figure's median and each ratio's median over the rounds (each ratio taken
-within one round). Before each system runs, the disk is synced and left to settle for
+``appendfsync always``), RabbitMQ (one ``rabbitmq-server`` node, quorum queues, publisher
+confirms) and persist-queue ``SQLiteAckQueue`` (SQLite WAL, ``synchronous=FULL``;
+one-member rows). Servers run on free loopback ports in temporary directories and are
+always stopped. A peer that is not installed is skipped with a line saying how to
+install it. ``--rounds R`` runs every system R times, taking turns, and reports each
+figure's median and each ratio's median over the rounds (each ratio taken within one
+round). Before each system runs, the disk is synced and left to settle for
 :data:`SETTLE` seconds, so that no system's fsyncs wait behind what the one before it
 left to write back. With ``--json`` the last line is one JSON object.
 """
@@ -64,6 +65,9 @@ def _driver(name: str) -> Callable[[Path, int, int, bool], Awaitable[dict[str, A
     if name == "redis":
         from benchmarks import peers_redis
         return peers_redis.run
+    if name == "rabbitmq":
+        from benchmarks import peers_rabbitmq
+        return peers_rabbitmq.run
     from benchmarks import peers_persist
     return peers_persist.run
 
@@ -73,6 +77,8 @@ SYSTEMS: dict[str, tuple[str, Callable[[], str | None]]] = {
     "lazily": ("lazily-queue", lambda: None),
     "nats": ("NATS JetStream R3", lambda: missing("nats-server", "nats", "nats-py")),
     "redis": ("Redis Streams (1 node)", lambda: missing("redis-server", "redis", "redis")),
+    "rabbitmq": ("RabbitMQ quorum queue (1 node)",
+                 lambda: missing("rabbitmq-server", "aiormq", "aiormq")),
     "persist": ("persist-queue", lambda: missing(None, "persistqueue", "persist-queue")),
 }
 
@@ -197,9 +203,9 @@ async def main_async(args: argparse.Namespace, chosen: list[str]) -> dict[str, A
     if args.rounds > 1:
         print(f"- {args.rounds} rounds, the systems taking turns: each figure is its median "
               "over the rounds, each ratio the median of the ratios within each round")
-    print("- one host, 100-byte messages; the peers' clients (nats-py, redis-py asyncio; "
-          "persist-queue in a thread) run in this process, lazily-queue's workload inside "
-          "its leader's process")
+    print("- one host, 100-byte messages; the peers' clients (nats-py, redis-py asyncio, "
+          "aiormq; persist-queue in a thread) run in this process, lazily-queue's workload "
+          "inside its leader's process")
     print("- the fsync-bound rows move with the disk (other load on the machine moves it): "
           "its fdatasync p50 of a 100 B append is in the context rows")
     for note in notes:

@@ -274,17 +274,23 @@ def reap() -> None:
 
 
 class Server:
-    """A server binary in its own process group, logging to a file in the run directory."""
+    """A server binary in its own process group, logging to a file in the run directory;
+    ``env`` is its whole environment (this process's when None), ``start_timeout`` how
+    long :meth:`wait_port` waits for it by default."""
 
-    def __init__(self, argv: list[str], log: Path) -> None:
+    def __init__(self, argv: list[str], log: Path, env: dict[str, str] | None = None,
+                 start_timeout: float = 20.0) -> None:
         self.argv = argv
         self.log = log
+        self.env = env
+        self.start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=out,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, env=self.env,
+                                         start_new_session=True)
         track(self.proc.pid)
 
     def log_tail(self, lines: int = 5) -> str:
@@ -294,8 +300,10 @@ class Server:
             return "(no log)"
         return " | ".join(text[-lines:]) or "(empty log)"
 
-    async def wait_port(self, port: int, timeout: float = 20.0) -> None:
-        """Wait until ``port`` accepts connections; fail with the log if the server exits."""
+    async def wait_port(self, port: int, timeout: float | None = None) -> None:
+        """Wait until ``port`` accepts connections (at most ``timeout`` seconds, the
+        server's ``start_timeout`` when None); fail with the log if the server exits."""
+        timeout = self.start_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:

@@ -89,14 +89,61 @@ def test_latency_runs_only_the_one_in_flight_rows() -> None:
 
 def test_missing_servers_are_skipped_with_an_install_hint(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(tmp_path))  # neither nats-server nor redis-server
-    lines, figures = _run(["-m", "lazily_queue", "bench", "peers", "--only", "nats,redis",
-                           "--count", "10", "--samples", "1", "--json"], env=env)
+    lines, figures = _run(["-m", "lazily_queue", "bench", "peers", "--only",
+                           "nats,redis,rabbitmq", "--count", "10", "--samples", "1", "--json"],
+                          env=env)
     assert figures["systems"] == {}
     assert figures["skipped"] == {
         "nats": "nats-server not found: apt install nats-server",
         "redis": "redis-server not found: apt install redis-server",
+        "rabbitmq": "rabbitmq-server not found: apt install rabbitmq-server",
     }
     assert "NATS JetStream R3: skipped (nats-server not found: apt install nats-server)" in lines
+    assert ("RabbitMQ quorum queue (1 node): skipped (rabbitmq-server not found: apt install "
+            "rabbitmq-server)") in lines
+
+
+def test_rabbitmq_without_its_python_client_is_skipped_with_the_extra_named(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    import argparse
+    import asyncio
+
+    from benchmarks import peers
+
+    fake = tmp_path / "rabbitmq-server"
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "aiormq" else find_spec(name, *rest))
+    args = argparse.Namespace(count=10, samples=1, rounds=1, latency=False)
+    figures = asyncio.run(peers.main_async(args, ["rabbitmq"]))
+    why = "Python client aiormq missing: pip install -e '.[bench]' in the lazily-queue clone"
+    assert figures["systems"] == {} and figures["skipped"] == {"rabbitmq": why}
+    printed = capsys.readouterr().out.splitlines()
+    assert f"RabbitMQ quorum queue (1 node): skipped ({why})" in printed
+
+
+@pytest.mark.slow
+def test_rabbitmq_fills_its_rows_when_installed() -> None:
+    from benchmarks import peers
+
+    why = peers.SYSTEMS["rabbitmq"][1]()
+    if why is not None:
+        pytest.skip(why)
+    lines, figures = _run([str(SCRIPT), "--only", "rabbitmq", "--count", "200", "--samples",
+                           "20", "--json"])
+    theirs = figures["systems"]["rabbitmq"]
+    for key in ("produce_per_s", "end_to_end_per_s", "work_queue_per_s", "fanout_per_s",
+                "p50_ms_3", "p99_ms_3", "p50_ms_1", "p99_ms_1"):
+        assert theirs[key] > 0, key
+    assert theirs["p50_ms_1"] == theirs["p50_ms_3"]  # one node fills both latency rows
+    assert any(line.startswith("| figure ") and "RabbitMQ quorum queue (1 node)" in line
+               for line in lines)
+    assert any("quorum queues" in note and "publisher confirms" in note
+               for note in figures["notes"])
 
 
 def test_a_peer_that_fails_to_start_is_one_line(tmp_path: Path) -> None:
@@ -117,7 +164,8 @@ def test_an_unknown_system_is_refused_in_one_line() -> None:
     done = subprocess.run([sys.executable, str(SCRIPT), "--only", "kafka"],
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.returncode != 0
-    assert "unknown system(s) kafka; choose from lazily, nats, redis, persist" in done.stderr
+    assert ("unknown system(s) kafka; choose from lazily, nats, redis, rabbitmq, persist"
+            in done.stderr)
     assert "Traceback" not in done.stderr
 
 
