@@ -20,6 +20,7 @@ import secrets
 import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -221,11 +222,12 @@ async def run(root: Path, count: int, samples: int, latency: bool = False) -> di
             figures.update(await work_queue(channel, consumers, count))
             figures.update(await fanout(channel, consumers, count))
         figures.update(await one_in_flight(channel, samples))
+    client = f"aiormq {metadata.version('aiormq')}"
     figures["notes"] = [
-        f"RabbitMQ (rabbitmq-server {version!s}, aiormq): one node, quorum queues (the Raft "
-        "write-ahead log is fdatasynced before a publisher confirm), persistent messages, "
-        "publisher confirms; consumers basic.consume with prefetch "
-        f"{BATCH} and ack each message (acks are not confirmed), on a second connection; "
-        "fan-out is a fanout exchange to 4 quorum queues; being one node, its "
-        "1-in-flight latency fills both latency rows"]
+        f"RabbitMQ (rabbitmq-server {version!s}, {client}): one node, quorum queues (the "
+        "Raft write-ahead log is fdatasynced before a publisher confirm), persistent "
+        f"messages, publisher confirms; consumers basic.consume with prefetch {BATCH} and "
+        "ack each message (acks are not confirmed), on a second connection; fan-out is a "
+        "fanout exchange to 4 quorum queues; being one node, its 1-in-flight latency "
+        "fills both latency rows"]
     return figures
