@@ -174,7 +174,6 @@ async def test_replayed_handshake_and_proof_are_refused(address: str) -> None:
         attacker = await _raw(bound, make_config(1))
         await attacker.send(captured[0])
         Hello.decode(await attacker.receive())
-        await attacker.receive()  # the acceptor's own proof
         await attacker.send(captured[1])
         with pytest.raises(PeerRejectedError) as info:
             decode_message(await attacker.receive())
@@ -184,17 +183,53 @@ async def test_replayed_handshake_and_proof_are_refused(address: str) -> None:
         await assert_still_serves(bound, recorder)
 
 
-async def test_reflected_proof_is_refused(address: str) -> None:
-    async with guarded_listener(address) as (bound, recorder):
-        attacker = await _raw(bound, make_config(1))
-        await attacker.send(_hello(1))
+@pytest.mark.parametrize("credential", [None, "web"], ids=["member", "client"])
+async def test_a_stranger_gets_no_proof_of_the_acceptor(
+    address: str, credential: str | None
+) -> None:
+    """The acceptor proves the secret (or a client's token) only to a dialer that proved
+    it first: a stranger's hello, then a made-up proof, is answered by a refusal, never by
+    an HMAC it could try guesses of the secret against offline."""
+    tokens = {"web": b"token-of-the-web-tier"}
+    config = make_config(2)
+    recorder = Recorder()
+    async with listen(address, config, recorder, credentials=tokens.get) as listener:
+        attacker = await _raw(listener.address, make_config(1))
+        handshake = Handshake.from_config(make_config(1, credential=credential))
+        await attacker.send(Hello(handshake, b"A" * 32, "hmac-sha256").encode())
         Hello.decode(await attacker.receive())
-        acceptor_proof = await attacker.receive()
-        await attacker.send(acceptor_proof)
-        with pytest.raises(PeerRejectedError):
+        await attacker.send(encode_message({"proof": b"\0" * 32}))
+        with pytest.raises(PeerRejectedError) as info:
             decode_message(await attacker.receive())
-        await attacker.aclose()
+        assert info.value.field == "auth"
+        with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+            await attacker.receive()
         assert recorder.peers == []
+        recorder.release.set()
+
+
+async def test_a_proof_reflected_to_its_dialer_is_refused() -> None:
+    """A fake acceptor sending the dialer's own proof back fails the role check."""
+
+    async def reflector(channel: DataChannel) -> None:
+        await channel.receive()
+        await channel.send(_hello(2))
+        await channel.send(await channel.receive())  # the dialer's proof, sent back
+        await anyio.sleep_forever()
+
+    transport = DEFAULT_SCHEMES.transport("memory")
+    address = unique_memory_address()
+    tasks: list[asyncio.Task[None]] = []
+    listener = await transport.listen(
+        address, make_config(2),
+        lambda raw: tasks.append(asyncio.get_running_loop().create_task(reflector(raw))))
+    try:
+        with pytest.raises(AuthenticationError, match="peer 2 failed the cluster-secret"):
+            await dial(address, make_config(1))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await listener.aclose()
 
 
 @pytest.mark.parametrize(

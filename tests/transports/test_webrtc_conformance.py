@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 from lazily_transports.webrtc.signaling import SignalingServer
 from test_authentication import (
-    test_reflected_proof_is_refused,
+    test_a_stranger_gets_no_proof_of_the_acceptor,
     test_replayed_handshake_and_proof_are_refused,
     test_silent_peer_is_dropped_after_the_handshake_timeout,
     test_the_accepting_side_tells_the_dialer_why,
@@ -38,6 +38,7 @@ from test_channels import (
 pytestmark = pytest.mark.timeout(60)
 
 __all__ = [
+    "test_a_stranger_gets_no_proof_of_the_acceptor",
     "test_backpressure_blocks_the_sender_and_loses_nothing",
     "test_channel_is_an_anyio_object_stream",
     "test_clean_close_delivers_queued_frames_then_end_of_stream",
@@ -46,7 +47,6 @@ __all__ = [
     "test_local_close_makes_further_use_a_closed_resource_error",
     "test_many_frames_arrive_whole_and_in_order",
     "test_receive_nowait_and_readiness",
-    "test_reflected_proof_is_refused",
     "test_replayed_handshake_and_proof_are_refused",
     "test_round_trip_and_negotiated_attributes",
     "test_send_above_negotiated_ceiling_raises_clearly",

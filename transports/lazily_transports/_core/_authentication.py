@@ -4,7 +4,9 @@ Both sides send a CBOR hello (capabilities, a fresh 32-byte nonce, the auth mode
 negotiate. With a cluster secret each side then sends
 ``HMAC-SHA256(secret, label || role || SHA256(dialer hello) || SHA256(acceptor hello))``
 and checks the peer's proof for the opposite role, so a reflected proof (wrong role) or
-a replayed one (the other side's nonce differs) fails. Each side then raises its
+a replayed one (the other side's nonce differs) fails. The dialer proves first and the
+acceptor only once that proof verified: a stranger dialing a member gets nothing
+computed with the secret (or a client's token) to guess it from. Each side then raises its
 limits and sends ``{"ready": true}``; no payload frame is sent before the peer's ready
 arrived, nor delivered before both proofs verified.
 """
@@ -354,20 +356,35 @@ async def _authenticate(
     channel: DataChannel, secret: bytes, initiator: bool, hello: bytes, remote_frame: bytes,
     label: bytes, peer_id: int,
 ) -> None:
+    """The mutual proof. The dialer proves first; the acceptor checks that proof before
+    it sends its own, so whoever dials it without the secret (or the token) never gets
+    a proof to guess the secret from offline."""
     dialer_hello, acceptor_hello = (hello, remote_frame) if initiator else (remote_frame, hello)
     ours, theirs = (b"dialer", b"acceptor") if initiator else (b"acceptor", b"dialer")
-    await channel.send(
-        encode_message({"proof": _proof(secret, ours, dialer_hello, acceptor_hello, label)})
-    )
-    reply = decode_message(await channel.receive())
+    mine = encode_message({"proof": _proof(secret, ours, dialer_hello, acceptor_hello, label)})
+    if initiator:
+        await channel.send(mine)
+    try:
+        reply = decode_message(await channel.receive())
+    except PeerRejectedError as exc:
+        if exc.field != "auth":
+            raise
+        raise _failed(label, peer_id) from None  # the acceptor refused our proof
     proof = reply.get("proof")
     expected = _proof(secret, theirs, dialer_hello, acceptor_hello, label)
     if not isinstance(proof, bytes) or not hmac.compare_digest(proof, expected):
         await _refuse(channel, "auth", "authentication failed")
-        if label == _CLIENT_LABEL:
-            raise AuthenticationError("the client token does not match (wrong token?)")
-        raise AuthenticationError(
-            f"peer {peer_id} failed the cluster-secret challenge (wrong secret?)")
+        raise _failed(label, peer_id)
+    if not initiator:
+        await channel.send(mine)
+
+
+def _failed(label: bytes, peer_id: int) -> AuthenticationError:
+    """The challenge with ``peer_id`` failed: the secret (or the client's token) differs."""
+    if label == _CLIENT_LABEL:
+        return AuthenticationError("the client token does not match (wrong token?)")
+    return AuthenticationError(
+        f"peer {peer_id} failed the cluster-secret challenge (wrong secret?)")
 
 
 async def _refuse(channel: DataChannel, field: str, message: str) -> None:
