@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import os
 import re
 import socket
 import struct
@@ -226,6 +227,9 @@ async def test_per_source_cap_on_a_unix_listener(
         admission = listener.admission
         assert admission is not None
         assert (admission.pending, admission.refused) == (2, 5)
+        if hasattr(socket, "SO_PEERCRED"):  # its source is this user, not the listener
+            me = f"{listener.address}#peer (uid {os.getuid()})"
+            assert admission.pending_from(me) == 2
         cap_lines = [r for r in caplog.records if "closing a connection" in r.getMessage()]
         assert len(cap_lines) == 1  # rate-limited
         for sock in held:
@@ -234,6 +238,54 @@ async def test_per_source_cap_on_a_unix_listener(
 
         channel = await dial(listener.address, make_config(1))  # a member still gets in
         await channel.aclose()
+
+
+def _connected_as(uid: int, path: str, count: int) -> list[socket.socket]:
+    """``count`` sockets connected to the Unix socket ``path`` by a child process running
+    as user ``uid``, handed back here (a socket's peer credentials are its connector's)."""
+    ours, theirs = socket.socketpair()
+    pid = os.fork()
+    if pid == 0:  # the child: connect as ``uid``, send the sockets back, exit
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            made = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(count)]
+            for sock in made:
+                sock.connect(path)
+            socket.send_fds(theirs, [b"x"], [sock.fileno() for sock in made])
+        finally:
+            os._exit(0)
+    theirs.close()
+    with ours:
+        _, fds, _, _ = socket.recv_fds(ours, 1, count)
+    os.waitpid(pid, 0)
+    assert len(fds) == count, "the child could not connect as the other user"
+    return [socket.socket(fileno=fd) for fd in fds]
+
+
+@pytest.mark.skipif(not hasattr(socket, "SO_PEERCRED") or os.getuid() != 0,
+                    reason="needs SO_PEERCRED and root (to connect as another user)")
+async def test_another_users_pending_handshakes_leave_a_unix_listener_open_to_ours(
+    short_tmp: Path,
+) -> None:
+    """A process of another user that may connect (a client's, on a socket its group can
+    write) holding every pending slot it has does not keep members out."""
+    config = make_config(2, max_pending_per_source=2, **PATIENT)
+    async with serving(address_for("unix", short_tmp), config) as listener:
+        path = listener.address[len("unix://"):]
+        os.chmod(short_tmp, 0o755)
+        os.chmod(path, 0o777)
+        held = _connected_as(65534, path, 2)
+        for sock in held:
+            sock.setblocking(False)
+            assert await still_open(sock)
+        admission = listener.admission
+        assert admission is not None and admission.pending == 2
+        channel = await dial(listener.address, make_config(1))  # a member still gets in
+        await channel.aclose()
+        assert admission.refused == 0
+        for sock in held:
+            sock.close()
 
 
 async def test_total_cap_counts_every_source(short_tmp: Path) -> None:

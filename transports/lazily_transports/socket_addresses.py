@@ -10,6 +10,7 @@ import os
 import socket
 import ssl
 import stat
+import struct
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,10 +18,26 @@ from ._core._tls import refuse_tls
 from .errors import AddressError
 
 __all__ = ["UNIX_PATH_MAX", "check_tls", "format_tcp", "parse_tcp", "parse_unix",
-           "reclaim_unix_path", "socket_inode"]
+           "reclaim_unix_path", "socket_inode", "unix_peer_source"]
 
 #: The longest Unix socket path, in bytes (``sun_path`` less its terminating NUL).
 UNIX_PATH_MAX = 107
+
+
+def unix_peer_source(sock: socket.socket, remote_address: str) -> str:
+    """The admission source of a connection accepted on a Unix socket: the user id of
+    the process that connected, where the system says it (``SO_PEERCRED``), so that
+    another user's processes holding handshakes open do not use up this user's slots;
+    else ``remote_address`` (the listener is one source)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return remote_address
+    try:
+        credentials = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    except OSError:
+        return remote_address
+    _pid, uid, _gid = struct.unpack("3i", credentials)
+    return f"{remote_address} (uid {uid})"
 
 
 def parse_unix(address: str) -> str:

@@ -32,7 +32,14 @@ from .abc import ChannelAcceptor, DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import HTTP_HINT, FrameTooLargeError, LinkBrokenError
 from .frame_budget import FrameBudget
-from .socket_addresses import check_tls, format_tcp, parse_tcp, parse_unix, reclaim_unix_path
+from .socket_addresses import (
+    check_tls,
+    format_tcp,
+    parse_tcp,
+    parse_unix,
+    reclaim_unix_path,
+    unix_peer_source,
+)
 from .socket_listener import SocketListener
 from .tls import PeerCertificate, peer_certificate_of
 
@@ -96,9 +103,12 @@ class SocketChannel(BufferedChannel, asyncio.BufferedProtocol):
                 pass
             peer = transport.get_extra_info("peername")
             if peer:
-                self.source = str(peer[0])  # a Unix-socket listener is one source
+                self.source = str(peer[0])
                 if self._on_connected is not None:  # accepted: name the dialer, not us
                     self.remote_address = format_tcp(peer, self.scheme)
+        elif (sock is not None and sock.family == socket.AF_UNIX
+              and self._on_connected is not None):  # accepted: who connected
+            self.source = unix_peer_source(sock, self.remote_address)
         if self._on_connected is not None:
             self._on_connected(self)
             self._on_connected = None
