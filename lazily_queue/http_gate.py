@@ -48,38 +48,20 @@ class Connections:
     def __init__(self, gate: AdmissionGate, *, stall_limit: float | None = None) -> None:
         self.gate = gate
         self.stall_limit = stall_limit
-        #: Connections closed to make room for another source's.
-        self.evicted = 0
         #: Connections closed past ``stall_limit``.
         self.stalled = 0
         self._stall_log = LogLimiter()
-        self._open: dict[str, list[_Gated]] = {}
-        self._log = LogLimiter()
+
+    @property
+    def evicted(self) -> int:
+        """Connections closed to make room for another source's."""
+        return self.gate.evicted
 
     def admit(self, connection: _Gated, source: str) -> bool:
-        """Count ``connection`` from ``source``; False when it must be closed."""
-        gate = self.gate
-        held = len(self._open.get(source, ()))
-        if gate.pending >= gate.max_pending and held < gate.max_per_source:
-            self._make_room(source, held)
-        if not gate.admit(source):
-            return False
-        self._open.setdefault(source, []).append(connection)
-        return True
-
-    def _make_room(self, source: str, held: int) -> None:
-        heaviest = max(self._open, key=lambda s: len(self._open[s]), default=None)
-        if heaviest is None or len(self._open[heaviest]) <= held + 1:
-            return
-        victim = self._open[heaviest][0]
-        self.release(victim, heaviest)
-        victim.evict()
-        self.evicted += 1
-        if self._log.allow():
-            log.warning("%s: every connection slot (%d) taken: closed the oldest of the %d "
-                        "connections from %s for one from %s; %d closed so far",
-                        self.gate.label, self.gate.max_pending,
-                        len(self._open.get(heaviest, ())) + 1, heaviest, source, self.evicted)
+        """Count ``connection`` from ``source`` (it may take the place of, or later give
+        its own to, another source's: :class:`~lazily_transports.AdmissionGate`); False
+        when it must be closed."""
+        return self.gate.admit(source, connection, connection.evict)
 
     def closed_stalled(self, source: str | None) -> None:
         """Count (and log, at most once per 10 s) a connection closed past the limit."""
@@ -90,13 +72,8 @@ class Connections:
                         self.stall_limit, self.stalled)
 
     def release(self, connection: _Gated, source: str) -> None:
-        """Give back ``connection``'s slot."""
-        held = self._open.get(source, [])
-        if connection in held:
-            held.remove(connection)
-            if not held:
-                del self._open[source]
-            self.gate.release(source)
+        """Give back ``connection``'s slot (none when it was closed to make room)."""
+        self.gate.release(source, connection)
 
 
 class _Gated(asyncio.Protocol):
@@ -125,7 +102,6 @@ class _Gated(asyncio.Protocol):
 
     def evict(self) -> None:
         """Close this connection now (its slot was already given back)."""
-        self.source = None
         if self._transport is not None:
             self._transport.abort()
 

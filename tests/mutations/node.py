@@ -189,12 +189,15 @@ MUTATIONS = [
         ("tests/integrations/test_vitals_proof.py",),
         "a page without the cluster's key cannot speak for a member's disk"),
     Mutation(
-        "http-full-gate-makes-no-room", "lazily_queue/http_gate.py",
-        "            self._make_room(source, held)\n",
-        "            pass\n",
+        "full-gate-makes-no-room", "transports/lazily_transports/_core/_admission.py",
+        "if full and not (close is not None and self._evict(source, held)):",
+        "if full:",
         ("tests/integrations/test_service_http.py::"
-         "test_strangers_holding_every_slot_give_way_to_another_source",),
-        "strangers holding every HTTP slot from a few addresses give way to another source"),
+         "test_strangers_holding_every_slot_give_way_to_another_source",
+         "tests/transports/test_strangers.py::"
+         "test_strangers_holding_every_slot_make_room_for_a_member"),
+        "strangers holding every HTTP or link slot from a few addresses give way to "
+        "another source"),
     Mutation(
         "http-unread-answers-kept", "lazily_queue/service_http.py",
         "                                                 stall_limit=HTTP_IDLE_TIMEOUT)",
@@ -211,8 +214,8 @@ MUTATIONS = [
         "an idle or half-sent HTTP request is closed after HTTP_IDLE_TIMEOUT"),
     Mutation(
         "http-connections-ungated", "lazily_queue/http_gate.py",
-        "        if not gate.admit(source):",
-        "        if False:",
+        "        return self.gate.admit(source, connection, connection.evict)",
+        "        return True",
         ("tests/integrations/test_service_http.py::"
          "test_one_source_cannot_take_every_connection",),
         "one IP address cannot hold more than its share of the node's HTTP connections"),

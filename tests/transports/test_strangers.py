@@ -303,6 +303,41 @@ async def test_total_cap_counts_every_source(short_tmp: Path) -> None:
             sock.close()
 
 
+@pytest.mark.parametrize("kind", ["tcp", "ws"])
+async def test_strangers_holding_every_slot_make_room_for_a_member(
+    kind: str, short_tmp: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """All pending slots held from a few addresses (in their handshake, or before their
+    WebSocket upgrade): a member dialing from another one takes the place of the busiest
+    address's oldest, and links; that address cannot take it back, nor can one holding
+    as many as the busiest less one."""
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
+    config = make_config(2, max_pending_handshakes=4, max_pending_per_source=3, **PATIENT)
+    async with serving(address_for(kind, short_tmp), config) as listener:
+        gate = listener.admission if kind == "tcp" else getattr(listener, "upgrades", None)
+        assert gate is not None
+        busy = [await raw_socket(listener.address, "127.0.0.2") for _ in range(3)]
+        other = await raw_socket(listener.address, "127.0.0.3")
+        for sock in (*busy, other):
+            assert await still_open(sock)
+        channel = await dial(listener.address, make_config(1))  # from 127.0.0.1
+        await channel.aclose()
+        await closed_by_peer(busy[0])  # the oldest of the busiest address made room
+        assert gate.evicted == 1
+        await eventually(lambda: gate.pending == 3)
+        assert gate.pending_from("127.0.0.2") == 2
+        refill = await raw_socket(listener.address, "127.0.0.4")  # room again: admitted
+        assert await still_open(refill)
+        again = await raw_socket(listener.address, "127.0.0.2")  # full: holds 2, not < 1
+        await closed_by_peer(again)
+        assert gate.evicted == 1 and gate.pending == 4
+        assert any("closed the oldest connection from 127.0.0.2" in r.getMessage()
+                   for r in caplog.records)
+        for sock in (*busy, other, refill, again):
+            sock.close()
+        await eventually(lambda: not gate.pending)
+
+
 async def test_websocket_upgrades_are_capped_per_source(short_tmp: Path) -> None:
     config = make_config(2, max_pending_per_source=2, **PATIENT)
     async with serving(address_for("ws", short_tmp), config) as listener:

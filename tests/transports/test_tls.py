@@ -269,3 +269,41 @@ async def test_connections_in_their_tls_handshake_are_capped_per_source(
                 await anyio.sleep(0.01)
         link = await dial(listener.address, make_config(1), ssl_context=client_context)
         await link.aclose()
+
+
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:0", "wss://127.0.0.1:0/secure"])
+async def test_connections_holding_every_tls_slot_make_room_for_a_member(
+    address: str, server_context: ssl.SSLContext, client_context: ssl.SSLContext
+) -> None:
+    """Every slot held by connections of one address that never send a ClientHello: a
+    member dialing from another address takes the place of the oldest of them."""
+    if not admits_before_tls():
+        pytest.skip("this loop admits TLS connections once their handshake is over")
+
+    async def handler(stream: LinkStream) -> None:
+        await stream.aclose()
+
+    config = make_config(2, max_pending_handshakes=3, handshake_timeout=30.0)
+    async with listen(address, config, handler, ssl_context=server_context) as listener:
+        host, _, port = listener.address.split("://", 1)[1].split("/", 1)[0].rpartition(":")
+        loop = asyncio.get_running_loop()
+        held = []
+        for _ in range(3):
+            sock = socket.socket()
+            sock.bind(("127.0.0.2", 0))
+            sock.setblocking(False)
+            await loop.sock_connect(sock, (host, int(port)))
+            held.append(sock)
+        gate = getattr(listener, "handshakes", None) or getattr(listener, "upgrades", None)
+        assert gate is not None
+        with anyio.fail_after(5):
+            while gate.pending < 3:  # noqa: ASYNC110 - polls plain state
+                await anyio.sleep(0.01)
+        link = await dial(listener.address, make_config(1), ssl_context=client_context)
+        await link.aclose()
+        with anyio.fail_after(5):  # the oldest was closed for it
+            while await loop.sock_recv(held[0], 4096):
+                pass
+        assert gate.evicted == 1 and gate.refused == 0
+        for sock in held:
+            sock.close()

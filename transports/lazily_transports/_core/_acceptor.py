@@ -26,8 +26,9 @@ _REFUSALS_LOGGED = 10
 class Acceptor:
     """Runs handshake and handler for each raw channel a listener accepts.
 
-    Connections over the admission caps are closed at once; refused handshakes are
-    logged at most ``_REFUSALS_LOGGED`` times per interval, a reason already logged
+    Connections over the admission caps are closed at once (or, when every slot is
+    taken, one of the busiest source's instead: :class:`AdmissionGate`); refused
+    handshakes are logged at most ``_REFUSALS_LOGGED`` times per interval, a reason already logged
     since the last established link at DEBUG (``refusals``); handshakes not completed
     in time (a flood of idle connections) are summarised (:class:`RefusalDigest`).
     """
@@ -60,7 +61,7 @@ class Acceptor:
 
     def accept(self, raw: DataChannel) -> None:
         loop = asyncio.get_running_loop()
-        if self._closing or not self.gate.admit(raw.source):
+        if self._closing or not self.gate.admit(raw.source, raw, raw.abort):
             task = loop.create_task(raw.aclose())
         else:
             task = loop.create_task(self._serve(raw))
@@ -86,7 +87,7 @@ class Acceptor:
             logger.debug("answered a probe from peer %d", answered.peer_id)
             return
         finally:
-            self.gate.release(source)
+            self.gate.release(source, raw)
         if stream.extra(LinkAttribute.credential, None) is None:
             self._said.linked()
         try:

@@ -3,7 +3,11 @@
 A connection is *pending* from the moment a listener accepts it until its peer is
 authenticated (or it closes). ``AdmissionGate`` holds at most ``max_pending`` pending
 connections in all and ``max_per_source`` from one source; a connection over either
-cap is refused at once and counted in ``refused``. Refusals are logged at most once
+cap is refused at once and counted in ``refused``, except that when all
+``max_pending`` are taken, a connection admitted with a way to close it, from a source
+holding fewer than the busiest source less one, takes the place of that source's oldest
+such connection (closed, counted in ``evicted``): strangers holding every slot from a
+few sources cannot keep a member's own source out. Refusals are logged at most once
 per ``LOG_INTERVAL`` seconds, with the number left unlogged since the last line.
 ``QuietServerLog`` is the logger handed to a server library, whose lines about each
 connection (opened, closed, answered) would otherwise let anyone fill the log.
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -97,16 +101,29 @@ class AdmissionGate:
         self.refused = 0
         #: Handshakes refused (wrong secret or cluster, unknown peer, ...) so far.
         self.refused_handshakes = 0
+        #: Pending connections closed to make room for another source's.
+        self.evicted = 0
         self._by_source: dict[str, int] = {}
+        #: Each source's pending connections that may be closed for another's, oldest
+        #: first: how to close each.
+        self._closers: dict[str, dict[Hashable, Callable[[], None]]] = {}
         self._log = LogLimiter()
+        self._evictions_log = LogLimiter()
+        #: Connections closed to make room whose own release is yet to come (a no-op).
+        self._gone: set[tuple[str, Hashable]] = set()
 
     def pending_from(self, source: str) -> int:
         return self._by_source.get(source, 0)
 
-    def admit(self, source: str) -> bool:
-        """Take a pending slot for ``source``; False (counted, logged) over a cap."""
+    def admit(self, source: str, key: Hashable | None = None,
+              close: Callable[[], None] | None = None) -> bool:
+        """Take a pending slot for ``source``; False (counted, logged) over a cap. With
+        ``key`` and ``close`` (the connection and how to close it), the connection may
+        take an older one's place when all slots are taken, and may later lose its own
+        (module docstring); :meth:`release` is then given the same ``key``."""
         held = self._by_source.get(source, 0)
-        if self.pending >= self.max_pending:
+        full = self.pending >= self.max_pending
+        if full and not (close is not None and self._evict(source, held)):
             why = f"{self.pending} unauthenticated connections pending (cap {self.max_pending})"
         elif held >= self.max_per_source:
             why = (
@@ -116,6 +133,8 @@ class AdmissionGate:
         else:
             self._by_source[source] = held + 1
             self.pending += 1
+            if key is not None and close is not None:
+                self._closers.setdefault(source, {})[key] = close
             return True
         self.refused += 1
         if self._log.allow():
@@ -128,8 +147,18 @@ class AdmissionGate:
             )
         return False
 
-    def release(self, source: str) -> None:
-        """Give back the slot ``admit`` took for ``source``."""
+    def release(self, source: str, key: Hashable | None = None) -> None:
+        """Give back the slot ``admit`` took for ``source`` (for connection ``key``: none
+        when it was closed to make room, its slot given back then)."""
+        if key is not None:
+            closers = self._closers.get(source)
+            if closers is not None and key in closers:
+                del closers[key]
+                if not closers:
+                    del self._closers[source]
+            elif (source, key) in self._gone:  # closed to make room: released then
+                self._gone.discard((source, key))
+                return
         held = self._by_source.get(source, 0)
         if held <= 0:
             return
@@ -138,3 +167,23 @@ class AdmissionGate:
         else:
             self._by_source[source] = held - 1
         self.pending -= 1
+
+    def _evict(self, source: str, held: int) -> bool:
+        """Close the oldest closable connection of the busiest source, if it holds more
+        than ``source``'s ``held`` + 1; True when a slot was freed."""
+        busiest = max(self._closers, key=lambda s: self._by_source.get(s, 0), default=None)
+        if busiest is None or self._by_source.get(busiest, 0) - 1 <= held:
+            return False
+        closers = self._closers[busiest]
+        key = next(iter(closers))
+        close = closers[key]
+        self._gone.add((busiest, key))
+        self.release(busiest, key)
+        self.evicted += 1
+        if self._evictions_log.allow():
+            logger.warning(
+                "%s: every slot (%d) taken: closed the oldest connection from %s, the "
+                "busiest source, for one from %s; %d closed so far", self.label,
+                self.max_pending, busiest, source, self.evicted)
+        close()
+        return True

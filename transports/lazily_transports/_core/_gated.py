@@ -31,7 +31,8 @@ class GatedConnection(ServerConnection):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._source = source_of(transport)
-        self._held = self.gate.admit(self._source)
+        self._held = self.gate.admit(self._source, self,
+                                     cast(asyncio.Transport, transport).abort)
         if self.tls is None:
             self._made = True
             super().connection_made(transport)
@@ -91,7 +92,7 @@ class GatedConnection(ServerConnection):
     def release_slot(self) -> None:
         if self._held:
             self._held = False
-            self.gate.release(self._source)
+            self.gate.release(self._source, self)
 
 
 def gated_connection(gate: AdmissionGate, tls: ssl.SSLContext | None = None,

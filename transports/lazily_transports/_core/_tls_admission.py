@@ -53,7 +53,7 @@ class _AdmittedTLS(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         raw = cast(asyncio.Transport, transport)
         source = source_of(raw)
-        if not self._gate.admit(source):
+        if not self._gate.admit(source, self, raw.abort):
             raw.abort()
             return
         self._source = source
@@ -62,7 +62,7 @@ class _AdmittedTLS(asyncio.Protocol):
 
     def _release(self) -> None:
         if self._source is not None:
-            self._gate.release(self._source)
+            self._gate.release(self._source, self)
             self._source = None
 
     async def _secure(self, raw: asyncio.Transport) -> None:
