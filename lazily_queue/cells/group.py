@@ -86,6 +86,7 @@ class GroupCell(WorkQueueCell):
         replicated backend at its first operation otherwise, or when its topic cell next
         publishes: elements published on the cluster before that are not the group's
         (a ``"tail"`` group starts at the tail as the cluster applies the declaration)."""
+        self._own()
         if self._declare is not None and not self.declared:
             try:
                 await self._declare()
@@ -98,6 +99,7 @@ class GroupCell(WorkQueueCell):
         """``member`` leaves: its leases go back to the pending head at once, unstarted
         (not counted as attempts), for the other members. Returns how many. A member
         that dies without leaving gets the same when its leases expire (as attempts)."""
+        self._own()
         leased = self.in_flight_by_worker().get(member, [])
         if not leased:
             return 0

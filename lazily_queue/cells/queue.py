@@ -232,6 +232,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         committed now and poppable from its due time (:mod:`.queue_options`). The
         options combine on one element, checked before anything is sent.
         """
+        self._own()
         no_wait(timeout)
         if (ttl is not None or headers is not None or delay is not None
                 or not_before is not None):
@@ -253,6 +254,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
     async def poll(self, *, timeout: float | None = None) -> T | QueuePopError:
         """Remove the oldest element without waiting: it, or ``Empty`` / ``Closed``
         (``timeout`` has no wait to bound: :mod:`.deadline`)."""
+        self._own()
         no_wait(timeout)
         if self._sync is not None:
             return self.try_pop()
@@ -261,6 +263,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
     async def close(self, *, timeout: float | None = None) -> None:
         """Close for pushes; idempotent and terminal. Elements still drain (``timeout``
         has no wait to bound: :mod:`.deadline`)."""
+        self._own()
         no_wait(timeout)
         if self._sync is not None:
             self.try_close()
@@ -285,6 +288,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         ``headers`` travel with the element, ``delay`` / ``not_before`` delay it (see
         :meth:`offer`); the options combine.
         """
+        self._own()
         options = None
         if ttl is not None or headers is not None or delay is not None or (
                 not_before is not None):  # refused before waiting

@@ -46,6 +46,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         """Remove up to ``n`` of the oldest elements at once without waiting: a non-empty
         list in order, or ``Empty`` / ``Closed``. Over a replicated backend, one commit
         (``timeout`` has no wait to bound: :mod:`.deadline`)."""
+        self._own()
         check_count(n)
         no_wait(timeout)
         if self._sync is None:
@@ -75,6 +76,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         Raises :class:`QueueClosed` once closed (the values before it were pushed). It
         takes no message ids: for exactly-once, push each value with its own
         ``msg_id``. ``timeout`` bounds each wait for room, as :meth:`push`'s."""
+        self._own()
         pending = values_of(values, "push")
         wait_limit(timeout)  # a timeout that is no number of seconds is refused here
         one_by_one = (self._sync is not None or self.capacity() is not None
@@ -111,6 +113,7 @@ class QueueBatches(QueueMessages[T], Generic[T]):
         and half as many when it was slower, so a slow consumer holds few elements. A
         synchronous backend pops one at a time.
         """
+        self._own()
         if self._storage.capabilities.messages:
             return self._stamped_items(prefetch)  # gives back under the same ids
         size = prefetch_size(prefetch, DEFAULT_PREFETCH)

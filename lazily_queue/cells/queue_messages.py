@@ -28,6 +28,7 @@ from ..storage.queue import (
     as_messages,
 )
 from .deadline import Deadline, no_wait
+from .loop_owner import LoopOwned
 from .message import Message, headers_of, messages_of, stamp_of
 from .prefetch import prefetch_size, prefetched
 
@@ -41,7 +42,7 @@ Taken = tuple[list[T], list[Run], list[list[Any]]]
 log = logging.getLogger(__name__)
 
 
-class QueueMessages(Generic[T]):
+class QueueMessages(LoopOwned, Generic[T]):
     """Mixed into :class:`~.queue.QueueCell` (which sets the attributes below)."""
 
     name: str
@@ -131,6 +132,7 @@ class QueueMessages(Generic[T]):
         """Remove up to ``n`` of the oldest elements without waiting, as messages (ids,
         enqueue times): a non-empty list, or ``Empty`` / ``Closed`` (``timeout`` has no
         wait to bound: :mod:`.deadline`)."""
+        self._own()
         no_wait(timeout)
         result = await self._poll_stamped(n)
         return result if isinstance(result, QueuePopError) else messages_of(*result)
@@ -143,6 +145,7 @@ class QueueMessages(Generic[T]):
     async def pop_messages(self, n: int, *, timeout: float | None = None) -> list[Message[T]]:
         """:meth:`pop_many`, as messages: wait for one element, take up to ``n``
         (``timeout`` bounds the wait, as :meth:`pop`'s)."""
+        self._own()
         return messages_of(*await self._pop_stamped(n, Deadline(timeout)))
 
     async def give_back(self, messages: list[Message[T]]) -> None:
@@ -150,6 +153,7 @@ class QueueMessages(Generic[T]):
         order, under their ids, enqueue times and headers (capacity and the closed flag
         are not checked: they were in the queue). A message id the queue never gave out
         is refused (``ValueError`` locally, ``ProposalRejected`` replicated)."""
+        self._own()
         runs: list[Run] = []
         for m in messages:
             if not isinstance(m, Message):
@@ -161,6 +165,7 @@ class QueueMessages(Generic[T]):
     def messages(self, *, prefetch: int | None = None) -> AsyncGenerator[Message[T], None]:
         """``items()``, as messages (``async for m in q.messages()``); what was taken
         and not handed out goes back to the head under its ids."""
+        self._own()
         return self._prefetched(messages_of, lambda m: m.value, prefetch)
 
     def _stamped_items(self, prefetch: int | None) -> AsyncGenerator[T, None]:

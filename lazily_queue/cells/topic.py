@@ -318,12 +318,14 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
 
     async def reconnect(self, subscriber: str) -> bool:
         """Bring an offline durable subscriber back; ``False`` when nothing changed."""
+        self._own()
         if self._sync is not None:
             return self.try_reconnect(subscriber)
         return self._apply(await self._storage.reconnect(subscriber))
 
     async def disconnect(self, subscriber: str) -> bool:
         """Durable: go offline keeping the cursor. Ephemeral: forget the subscription."""
+        self._own()
         if self._sync is not None:
             return self.try_disconnect(subscriber)
         return self._apply(await self._storage.disconnect(subscriber))
@@ -334,6 +336,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         ``None``, and a later ``subscribe`` of the id starts at the tail as a new one.
         ``False`` (nothing changes) when the id is unknown. ``InvalidName`` for an id over
         the name rule; ``UnsupportedOperation`` on a backend without the capability."""
+        self._own()
         if self._sync is not None:
             return self.try_delete_subscriber(subscriber)
         storage = self._deletable(subscriber)
@@ -341,6 +344,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
 
     async def poll(self, subscriber: str) -> T | None:
         """Consume the element at the cursor without waiting; ``None`` when there is none."""
+        self._own()
         if self._sync is not None:
             return self.try_advance(subscriber)
         return self._apply(await self._storage.poll(subscriber))
@@ -358,6 +362,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         same id can take the element between the wait and the commit, and this then
         returns ``None``.
         """
+        self._own()
         reader = self.reader(subscriber)
         deadline = Deadline(timeout)
         await self._known(subscriber)
@@ -390,6 +395,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
 
     async def gc(self) -> int:
         """Drop what no durable cursor still needs; returns the number removed."""
+        self._own()
         if self._sync is not None:
             return self.try_gc()
         return self._apply(await self._storage.gc())

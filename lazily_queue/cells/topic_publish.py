@@ -18,6 +18,7 @@ from ..storage.capabilities import StorageCapabilities
 from ..storage.topic import SyncTopicStorage, TopicStorage, as_dedup_topic, as_headers_topic
 from .expiry import no_expiry
 from .group import GroupCell
+from .loop_owner import LoopOwned
 from .once import no_dedup
 from .push_checks import values_of
 from .topic_limits import TopicLimits
@@ -26,7 +27,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicPublishes(TopicLimits, Generic[T]):
+class TopicPublishes(TopicLimits, LoopOwned, Generic[T]):
     """Mixed into :class:`~.topic.TopicCell` (which sets the attributes below); the
     limits' figures, readers and wait for room come with it."""
 
@@ -60,6 +61,7 @@ class TopicPublishes(TopicLimits, Generic[T]):
         leave (GC of what every durable subscriber read, expiry); ``wait=False`` raises
         :class:`~lazily_queue.errors.LimitExceeded` instead.
         """
+        self._own()
         if msg_id is not None or ttl is not None or headers is not None:
             options = publish_options(msg_id, headers, ttl)
             if not options.is_plain():
@@ -89,6 +91,7 @@ class TopicPublishes(TopicLimits, Generic[T]):
         before any is sent; another failure raises once the publishes under way have
         ended: the values before it, or proposed with it, may be published.
         """
+        self._own()
         pending = values_of(values, "publish")
         together = getattr(self._storage, "publish_many", None)
         if self._sync is not None or together is None or self.limits() is not None:

@@ -23,12 +23,13 @@ from ..storage.topic import (
     as_replay_time_topic,
     as_replay_topic,
 )
+from .loop_owner import LoopOwned
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicReplay(Generic[T]):
+class TopicReplay(LoopOwned, Generic[T]):
     """Mixed into :class:`~.topic.TopicCell` (which sets the attributes below)."""
 
     name: str
@@ -87,6 +88,7 @@ class TopicReplay(Generic[T]):
         its cursor (use :meth:`seek`). Over a replicated backend this and the other
         operations return once committed.
         """
+        self._own()
         if self._sync is not None:
             return self.try_subscribe(subscriber, durability, start=start)
         if (stamp := time_position(start)) is not None:
@@ -106,6 +108,7 @@ class TopicReplay(Generic[T]):
         (capability ``replay_time``) moves it to the first retained element enqueued at
         or after that time (the tail when none). Returns the cursor, or ``None`` when
         the subscriber is unknown or offline."""
+        self._own()
         if self._sync is not None:
             return self.try_seek(subscriber, offset)
         if (stamp := time_position(offset)) is not None:

@@ -12,6 +12,7 @@ from ..core.topic import TopicTransition
 from ..errors import UnknownSubscriber, shown
 from ..reactive import Context, Slot, wait_until
 from ..storage.topic import SyncTopicStorage, TopicStorage, as_headers_topic, as_messages_topic
+from .loop_owner import LoopOwned
 from .message import Message, enqueued_at
 
 #: Elements ``stream`` reads per cursor commit over a replicated backend.
@@ -21,7 +22,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class TopicStreams(Generic[T]):
+class TopicStreams(LoopOwned, Generic[T]):
     """``stream``, ``stream_messages`` and the waits of ``advance`` (the cell sets up what
     is declared here)."""
 
@@ -126,6 +127,7 @@ class TopicStreams(Generic[T]):
         client's stream that links to a member which applied less goes on after the
         last element it handed out. Use one stream per subscriber id.
         """
+        self._own()
         async for value in self._stream(subscriber, batch, None):
             yield value
 
@@ -135,6 +137,7 @@ class TopicStreams(Generic[T]):
         """:meth:`stream`, as messages: the id is the element's offset, ``enqueued_at``
         its publish time (``None`` when the backend keeps none), ``headers`` those it
         was published with."""
+        self._own()
         messages = as_messages_topic(self._storage)
         stamp_of = (lambda offset: 0) if messages is None else messages.stamp_of
         with_headers = as_headers_topic(self._storage)

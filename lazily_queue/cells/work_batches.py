@@ -13,6 +13,7 @@ from ..core.work_items import check_count
 from ..reactive import Context
 from ..storage.work import SyncWorkQueueStorage, WorkQueueStorage
 from .deadline import Deadline
+from .loop_owner import LoopOwned
 from .push_checks import delivery_ids_of
 
 R = TypeVar("R")
@@ -21,7 +22,7 @@ Clock = Callable[[], float]
 Now = float | Clock | None
 
 
-class WorkQueueBatches:
+class WorkQueueBatches(LoopOwned):
     """The batch half of a work queue cell's awaitable surface (the cell sets up what is
     declared here)."""
 
@@ -52,6 +53,7 @@ class WorkQueueBatches:
     async def poll_many(self, worker: str, n: int, now: Now = None) -> list[Delivery]:
         """Lease up to ``n`` of the oldest pending items without waiting (in order; an
         empty list when nothing is pending). Over a replicated backend, one commit."""
+        self._own()
         check_count(n)
         at = self._now(now)
         if self._sync is None or at is None:
@@ -70,6 +72,7 @@ class WorkQueueBatches:
         """Wait until an item is pending, then lease up to ``n`` at once (see :meth:`claim`).
         Each lease runs from the claim: items not started within the visibility timeout
         are redelivered. Only leases still held are returned (see :meth:`claim`)."""
+        self._own()
         check_count(n)  # refused at once, not once an item is pending
         self._check_worker(worker, now)
         deadline = Deadline(timeout)
@@ -86,6 +89,7 @@ class WorkQueueBatches:
         """Ack several deliveries owned by ``worker`` at once (over a replicated backend,
         one commit): a receipt per id, in order, or ``None`` for one refused as
         :meth:`ack` refuses it (the others are settled all the same)."""
+        self._own()
         ids = delivery_ids_of(delivery_ids, "ack_many")
         if self._sync is not None:
             receipts: list[Receipt | None] = []
@@ -103,5 +107,6 @@ class WorkQueueBatches:
         """Give back leases ``worker`` never started: the items return to the head of
         pending, in the given order, and the lease does not count as an attempt. Ids not
         leased to ``worker`` are skipped; returns how many were released."""
+        self._own()
         return self._apply(await self._storage.release(
             worker, delivery_ids_of(delivery_ids, "release")))

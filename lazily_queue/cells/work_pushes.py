@@ -28,6 +28,7 @@ from ..storage.work import (
     WorkQueueStorage,
     as_headers_work_queue,
 )
+from .loop_owner import LoopOwned
 from .push_checks import refuse_unsupported, values_of
 from .work_batches import Now
 from .work_limits import named, wait_for_room
@@ -35,7 +36,7 @@ from .work_limits import named, wait_for_room
 R = TypeVar("R")
 
 
-class WorkQueuePushes:
+class WorkQueuePushes(LoopOwned):
     """The push half of a work queue cell (the cell sets up what is declared)."""
 
     name: str
@@ -89,6 +90,7 @@ class WorkQueuePushes:
         that does not fit waits for room (``wait=False``: raises
         :class:`~lazily_queue.errors.LimitExceeded`).
         """
+        self._own()
         options = None if (msg_id is None and headers is None and ttl is None and priority == 0
                            and delay is None and not_before is None) else work_options(
             msg_id=msg_id, headers=headers, ttl=ttl, priority=priority, delay=delay,
@@ -127,6 +129,7 @@ class WorkQueuePushes:
         before it, or proposed with it, may be pushed. For exactly-once, push each value
         with its own ``msg_id``.
         """
+        self._own()
         pending = values_of(values, "push")
         together = getattr(self._storage, "push_many", None)
         if self._sync is not None or together is None or self.limits() is not None:

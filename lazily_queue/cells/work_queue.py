@@ -265,6 +265,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
 
         ``now`` is a time, a clock callable or ``None`` (the cell's ``clock``).
         """
+        self._own()
         at = self._now(now)
         if self._sync is not None and at is not None:
             return self.try_claim(worker, at)
@@ -284,6 +285,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         lease that ended before the claim returned (reaped or settled behind it, or the
         claim answered late after a failover) is not returned: it claims again.
         """
+        self._own()
         self._check_worker(worker, now)  # refused at once, not once an item is pending
         deadline = Deadline(timeout)
         while True:
@@ -314,6 +316,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         remembers settlements (Raft) returns the first receipt, marked ``duplicate``,
         when the same worker repeats one.
         """
+        self._own()
         check_delivery_id(delivery_id)
         if self._sync is not None:
             return self.try_ack(worker, delivery_id)
@@ -326,6 +329,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         claimable for ``delay`` seconds, or the queue's retry policy's back-off), or
         dead-lettered after its last attempt; ``now`` (the time the delay counts from)
         as for :meth:`claim`. Refusals and repeats as for :meth:`ack`."""
+        self._own()
         check_delivery_id(delivery_id)
         if delay is not None:
             return await self._nack_delayed(worker, delivery_id, delay, now)
@@ -337,6 +341,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
     async def extend(self, worker: str, delivery_id: int, now: Now = None) -> None:
         """Renew an owned lease until ``now + visibility_timeout``; raises
         :class:`SettlementRejected` when it is not leased to ``worker``."""
+        self._own()
         check_delivery_id(delivery_id)
         at = self._now(now)
         if self._sync is not None and at is not None:
@@ -347,6 +352,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
 
     async def reap_expired(self, now: Now = None) -> int:
         """Fail every lease with ``deadline < now``; returns how many expired."""
+        self._own()
         at = self._now(now)
         if self._sync is not None and at is not None:
             return self.try_reap_expired(at)
@@ -354,6 +360,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
 
     async def redrive(self, item_ids: Collection[int] | None = None) -> int:
         """Move dead letters (all, or those items) back to the pending tail."""
+        self._own()
         if self._sync is not None:
             return self.try_redrive(item_ids)
         return self._apply(await self._storage.redrive(
@@ -389,6 +396,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         ``prefetch=1`` claims one item at a time and commits each ack before the
         block's exit returns.
         """
+        self._own()
         prefetch_size(prefetch, 1)  # refused here, also where it is not used
         self._check_worker(worker, now)
         size = 1 if self._sync is not None else prefetch

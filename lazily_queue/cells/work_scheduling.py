@@ -24,10 +24,11 @@ from ..errors import SettlementRejected, UnsupportedOperation, shown
 from ..reactive import Context, wait_until
 from ..storage.capabilities import StorageCapabilities
 from ..storage.work import SchedulingWorkQueueStorage, WorkQueueStorage, as_scheduling_work_queue
+from .loop_owner import LoopOwned
 from .work_batches import Clock, Now
 
 
-class WorkQueueScheduling:
+class WorkQueueScheduling(LoopOwned):
     """What a work queue cell adds for scheduling (the cell sets up what is declared)."""
 
     name: str
@@ -73,6 +74,7 @@ class WorkQueueScheduling:
         does it too). A backend with its own clock (Raft) promotes at its own stamp only
         and refuses an explicit ``now`` (``UnsupportedOperation``); a replicated
         leader's maintenance promotes on its own, and a cluster's client may not."""
+        self._own()
         storage = self._scheduling("delayed delivery", "nothing is ever delayed on it")
         at = None if now is None and self._caps.own_clock else self._now(now)
         return int(self._apply(await storage.promote_due(at)))

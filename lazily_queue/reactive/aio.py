@@ -1,8 +1,10 @@
 """Async glue built on effects: await a change, wait for a predicate, iterate values.
 
 Every helper creates an effect and disposes it when the await finishes, fails or is
-cancelled, so a cancelled waiter leaves no edge behind. Effects run on the thread that
-writes, so the nodes must belong to the running event loop's thread.
+cancelled, so a cancelled waiter leaves no edge behind. A helper awaited while another
+running event loop holds the context (:meth:`Context.claim_loop`) raises
+:class:`ReactiveContextError`. Effects run on the thread that writes: a write made on
+another thread wakes the waiter through its own loop (``call_soon_threadsafe``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, TypeVar
 
-from .context import Context, resolve_context
+from .context import Context, ReactiveContextError, resolve_context
 from .effects import Effect
 from .nodes import Computed, Source
 from .slots import Slot
@@ -21,6 +23,37 @@ T = TypeVar("T")
 Readable = Source[T] | Slot[T] | Computed[T]
 
 
+def _claim(ctx: Context, loop: asyncio.AbstractEventLoop) -> None:
+    if ctx.loop is not loop and not ctx.claim_loop(loop):
+        raise ReactiveContextError(
+            f"context {ctx.name!r} is used by another running event loop (its thread "
+            f"{ctx.loop_thread!r}): wait on that loop, or give this loop a context of "
+            "its own")
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, wake: Callable[..., object],
+             *args: Any) -> None:
+    """Call ``wake(*args)`` on ``loop``: at once when this runs there, else through
+    ``call_soon_threadsafe`` (a closed loop has no waiter left to wake)."""
+    if asyncio._get_running_loop() is loop:
+        wake(*args)
+        return
+    try:
+        loop.call_soon_threadsafe(wake, *args)
+    except RuntimeError:
+        pass
+
+
+def _settle(future: asyncio.Future[T], value: T) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _fail(future: asyncio.Future[T], error: BaseException) -> None:
+    if not future.done():
+        future.set_exception(error)
+
+
 async def changed(node: Readable[T], *, timeout: float | None = None) -> T:
     """Wait for the next change of ``node`` and return its new value.
 
@@ -28,6 +61,7 @@ async def changed(node: Readable[T], *, timeout: float | None = None) -> T:
     moved, or any invalidation of a Slot.
     """
     loop = asyncio.get_running_loop()
+    _claim(node.ctx, loop)
     future: asyncio.Future[T] = loop.create_future()
     first = True
 
@@ -37,7 +71,7 @@ async def changed(node: Readable[T], *, timeout: float | None = None) -> T:
         if first:
             first = False
         elif not future.done():
-            future.set_result(value)
+            _on_loop(loop, _settle, future, value)
 
     eff = Effect(watch, context=node.ctx, name=f"changed({node.name})")
     try:
@@ -55,6 +89,7 @@ async def wait_until(
     """Wait until ``predicate()`` (tracked) returns a truthy value, and return it."""
     ctx = resolve_context(context)
     loop = asyncio.get_running_loop()
+    _claim(ctx, loop)
     future: asyncio.Future[T] = loop.create_future()
 
     def watch() -> None:
@@ -63,10 +98,10 @@ async def wait_until(
         try:
             value = predicate()
         except BaseException as exc:  # surface predicate errors to the waiter
-            future.set_exception(exc)
+            _on_loop(loop, _fail, future, exc)
             return
         if value:
-            future.set_result(value)
+            _on_loop(loop, _settle, future, value)
 
     eff = Effect(watch, context=ctx, name="wait_until")
     try:
@@ -83,12 +118,14 @@ async def values(node: Readable[T]) -> AsyncGenerator[T, None]:
     The effect is disposed when the iterating task is cancelled or the generator is
     closed (``aclose()``, e.g. via ``contextlib.aclosing`` when breaking out early).
     """
+    loop = asyncio.get_running_loop()
+    _claim(node.ctx, loop)
     wake = asyncio.Event()
     latest: list[Any] = []
 
     def watch() -> None:
         latest[:] = [node.get()]
-        wake.set()
+        _on_loop(loop, wake.set)
 
     eff = Effect(watch, context=node.ctx, name=f"values({node.name})")
     try:

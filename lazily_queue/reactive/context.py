@@ -8,6 +8,7 @@ event loop) only.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,6 +32,7 @@ class ReactiveContextError(RuntimeError):
 
 
 _created_lock = threading.Lock()
+_claim_lock = threading.Lock()
 
 
 class Context:
@@ -49,7 +51,10 @@ class Context:
         "_pending",
         "_write_epoch",
         "flush_budget",
+        "loop",
+        "loop_thread",
         "name",
+        "thread",
     )
 
     # True once a second Context has been created in this process. Until then no read
@@ -72,9 +77,31 @@ class Context:
         self._pending: list[Effect] = []
         self._write_epoch = 0
         self._errors: list[Exception] = []
+        #: The event loop whose awaits use this context (see :meth:`claim_loop`), and
+        #: the id and name of the thread it ran in when it took the context (0, "").
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread = 0
+        self.loop_thread = ""
 
     def __repr__(self) -> str:
         return f"Context({self.name!r}, depth={self._batch_depth}, pending={len(self._pending)})"
+
+    def claim_loop(self, running: asyncio.AbstractEventLoop | None) -> bool:
+        """Let ``running`` (the caller's event loop) use this context: ``True``, and
+        ``running`` holds it from now on, unless another loop holds it and is running
+        (``False``, nothing changed). A loop holds the context until it stops, so
+        loops may take turns (one ``asyncio.run`` after another) but never overlap."""
+        with _claim_lock:
+            owner = self.loop
+            if owner is running:
+                return True
+            if owner is not None and owner.is_running():
+                return False
+            if running is not None:
+                self.loop = running
+                self.thread = threading.get_ident()
+                self.loop_thread = threading.current_thread().name
+            return True
 
     # -- batching -------------------------------------------------------------------------
 
