@@ -111,6 +111,11 @@ def declared(
     """
     caps = getattr(storage, "capabilities", None)
     name = type(storage).__name__
+    if isinstance(storage, str):
+        raise TypeError(
+            f"a {family} cell's first argument is its storage, not its name: pass the name "
+            f"as name={storage!r} (a node's cells: node.queue(name), node.work_queue(name), "
+            "node.topic(name))")
     if not isinstance(caps, StorageCapabilities):
         raise TypeError(
             f"{name} is not a {family} storage: it has no `capabilities` "

@@ -287,3 +287,10 @@ async def test_a_node_names_its_longest_lease_for_a_visibility_timeout_past_it()
         with pytest.raises(InvalidConfiguration, match=r"at most 1e\+297 s on a node.*1e\+300"):
             node.work_queue("w", visibility_timeout=1e300)
         assert node.work_queue("w", visibility_timeout=1e297).visibility_timeout == 1e300
+
+
+@pytest.mark.parametrize("cell", [QueueCell, WorkQueueCell, TopicCell])
+def test_a_name_given_where_the_storage_goes_says_to_pass_it_as_name(cell: Any) -> None:
+    with pytest.raises(TypeError, match=r"first argument is its storage, not its name: pass "
+                                        r"the name as name='orders'"):
+        cell("orders")
