@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import re
 import socket
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
 from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
 
-from .config_transport import refuse_unknown_keys
+from .config_transport import CLOSE, refuse_unknown_keys
 from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration, shown, shown_path
 from .metrics_names import DEFAULT_NAMED_OBJECTS, check_named_objects
@@ -210,7 +211,10 @@ def parse_app(raw: Any, fail: Any) -> tuple[str | None, dict[str, Any]]:
     if raw is None:
         return None, {}
     if not isinstance(raw, dict) or not isinstance(raw.get("entry"), str):
-        raise fail("[app] needs `entry = \"package.module:function\"`")
+        close = get_close_matches("entry", list(raw), n=1, cutoff=CLOSE) if isinstance(
+            raw, dict) and "entry" not in raw else []
+        meant = f" (it has {shown(close[0])}: a misspelt entry?)" if close else ""
+        raise fail(f"[app] needs `entry = \"package.module:function\"`{meant}")
     entry = raw["entry"]
     if entry.count(":") != 1 or not all(entry.split(":")):
         raise fail(f"[app] entry must look like \"package.module:function\", not {shown(entry)}")

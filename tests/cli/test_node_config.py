@@ -114,6 +114,8 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
         ({"metrics": {"named": 5}}, r"\[metrics\]: unknown key"),
         ({"metrics": {"named_objects": -1}}, r"\[metrics\]: named_objects must be an int >= 0"),
         ({"app": {"entry": "nocolon"}}, r"\[app\] entry must look like"),
+        ({"app": {"entyr": "myapp:main", "workers": 2}},
+         r"\[app\] needs `entry = .*` \(it has 'entyr': a misspelt entry\?\)"),
         ({"admin_token_env": "A", "admin_token_file": "a"}, r"at most one of `admin_token"),
         ({"admin_token_env": 3}, r"`admin_token_env` must be a non-empty string"),
         ({"http_advertise": "q1:8101"}, r"`http_advertise` must be an http:// or https://"),
