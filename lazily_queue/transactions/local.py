@@ -106,6 +106,8 @@ class LocalBackend:
         return plans
 
     async def commit(self, ops: Sequence[TxOp]) -> None:
+        for op in ops:  # another running loop holds a cell: ThreadSafetyError, nothing applied
+            op.cell._own()
         plans = self._check(ops)
         if isinstance(plans, tuple):
             index, code, message = plans

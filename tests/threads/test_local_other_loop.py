@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from lazily_queue import QueueCell, ThreadSafetyError, TopicCell, WorkQueueCell
+from lazily_queue import QueueCell, ThreadSafetyError, TopicCell, WorkQueueCell, transaction
 from lazily_queue.reactive import Context, ReactiveContextError, changed, values, wait_until
 from tests.threads.test_other_loop import on_another_loop
 
@@ -97,6 +97,18 @@ async def test_every_topic_and_group_awaitable_on_another_loop_is_refused() -> N
     }
     await refused_elsewhere(calls, lambda: (news.snapshot(), group.snapshot()))
     assert await news.advance("s") == "a"
+
+
+async def test_a_local_transaction_committed_on_another_loop_is_refused() -> None:
+    q: QueueCell[int] = QueueCell(name="orders", context=Context())
+    news: TopicCell[str] = TopicCell(name="news", context=Context())
+    await q.push(1)
+
+    async def commit() -> None:
+        async with transaction() as tx:
+            tx.publish(news, "a")  # a cell of a context no loop holds goes first
+            tx.push(q, 2)
+    await refused_elsewhere({"transaction": commit}, lambda: (len(q), news.snapshot()))
 
 
 async def test_the_reactive_waits_on_another_loop_are_refused() -> None:
