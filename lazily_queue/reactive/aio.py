@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, Callable
+from threading import get_ident
 from typing import Any, TypeVar
 
 from .context import Context, ReactiveContextError, resolve_context
@@ -31,11 +32,12 @@ def _claim(ctx: Context, loop: asyncio.AbstractEventLoop) -> None:
             "its own")
 
 
-def _on_loop(loop: asyncio.AbstractEventLoop, wake: Callable[..., object],
+def _on_loop(loop: asyncio.AbstractEventLoop, thread: int, wake: Callable[..., object],
              *args: Any) -> None:
-    """Call ``wake(*args)`` on ``loop``: at once when this runs there, else through
-    ``call_soon_threadsafe`` (a closed loop has no waiter left to wake)."""
-    if asyncio._get_running_loop() is loop:
+    """Call ``wake(*args)`` on ``loop``, which runs in ``thread``: at once when this
+    runs there, else through ``call_soon_threadsafe`` (a closed loop has no waiter left
+    to wake)."""
+    if get_ident() == thread:
         wake(*args)
         return
     try:
@@ -60,7 +62,7 @@ async def changed(node: Readable[T], *, timeout: float | None = None) -> T:
     A change is a version bump seen by an effect: a Source or Computed whose value
     moved, or any invalidation of a Slot.
     """
-    loop = asyncio.get_running_loop()
+    loop, thread = asyncio.get_running_loop(), get_ident()
     _claim(node.ctx, loop)
     future: asyncio.Future[T] = loop.create_future()
     first = True
@@ -71,7 +73,7 @@ async def changed(node: Readable[T], *, timeout: float | None = None) -> T:
         if first:
             first = False
         elif not future.done():
-            _on_loop(loop, _settle, future, value)
+            _on_loop(loop, thread, _settle, future, value)
 
     eff = Effect(watch, context=node.ctx, name=f"changed({node.name})")
     try:
@@ -88,7 +90,7 @@ async def wait_until(
 ) -> T:
     """Wait until ``predicate()`` (tracked) returns a truthy value, and return it."""
     ctx = resolve_context(context)
-    loop = asyncio.get_running_loop()
+    loop, thread = asyncio.get_running_loop(), get_ident()
     _claim(ctx, loop)
     future: asyncio.Future[T] = loop.create_future()
 
@@ -98,10 +100,10 @@ async def wait_until(
         try:
             value = predicate()
         except BaseException as exc:  # surface predicate errors to the waiter
-            _on_loop(loop, _fail, future, exc)
+            _on_loop(loop, thread, _fail, future, exc)
             return
         if value:
-            _on_loop(loop, _settle, future, value)
+            _on_loop(loop, thread, _settle, future, value)
 
     eff = Effect(watch, context=ctx, name="wait_until")
     try:
@@ -118,14 +120,14 @@ async def values(node: Readable[T]) -> AsyncGenerator[T, None]:
     The effect is disposed when the iterating task is cancelled or the generator is
     closed (``aclose()``, e.g. via ``contextlib.aclosing`` when breaking out early).
     """
-    loop = asyncio.get_running_loop()
+    loop, thread = asyncio.get_running_loop(), get_ident()
     _claim(node.ctx, loop)
     wake = asyncio.Event()
     latest: list[Any] = []
 
     def watch() -> None:
         latest[:] = [node.get()]
-        _on_loop(loop, wake.set)
+        _on_loop(loop, thread, wake.set)
 
     eff = Effect(watch, context=node.ctx, name=f"values({node.name})")
     try:
