@@ -36,7 +36,8 @@ _claim_lock = threading.Lock()
 
 
 class Context:
-    """Owns the tracking state, the batch depth and the pending effect queue.
+    """Owns the tracking state, the batch depth, the pending effect queue and the
+    event loop that holds it (:meth:`claim_loop`).
 
     ``flush_budget`` bounds how many effect-flush rounds one outermost batch exit may
     run; effects that keep re-triggering each other beyond it raise
