@@ -3,16 +3,18 @@
 
 Installed before the package is imported (:mod:`benchmarks.flood_trace`'s
 ``sitecustomize``), each hook wraps a method once its module is loaded. Events are JSON
-lines ``{"e": kind, "t": time.monotonic(), ...}`` in ``trace-<pid>.jsonl``: the clock
-is the machine's, so the runner lines them up with the probe's own. A probe op is an op
-on queue ``probe`` (its entry is the one holding ``b"probe"``; a flood op's holds
-``b"flood"``). Leader: ``read`` (its frame decoded), ``append`` (its entry in the log,
-with the flood ops not applied ahead of it), ``ack`` (a follower's match index reached
-it), ``apply0``/``applied``, ``write`` (its answer handed to the link); follower:
-``f_append``, ``f_ack`` (its acknowledgement released, after the fsync). Every 2 s and
-at exit a ``stats`` line: each loop iteration's busy time (not waiting in ``select``),
-the callbacks that took the most time, the process's ``/proc/self/schedstat``, and each
-iteration since the last such line (its busy time and the loop thread's CPU time).
+lines ``{"e": kind, "t": time.monotonic(), ...}`` in ``trace-<pid>.jsonl``: the clock is
+the machine's, so the runner lines them up with the probe's own. A probe op is an op on
+queue ``probe`` (its entry is the one holding ``b"probe"``; a flood op's holds
+``b"flood"``). Leader: ``rx`` (its bytes read off the socket), ``read`` (its frame
+decoded), ``append`` (its entry in the log, with the flood ops not applied ahead of it),
+``ack`` (a follower's match index reached it), ``apply0``/``applied``, ``answer`` (its
+result handed to its link), ``write`` (the link writes it); follower: ``f_append``,
+``f_ack`` (its acknowledgement released, after the fsync). Every 2 s and at exit a
+``stats`` line: each loop iteration's busy time (not waiting in ``select``), the
+callbacks that took the most time, the process's ``/proc/self/schedstat`` and each of
+its threads', the machine's steal time (``/proc/stat``, jiffies), and each iteration
+since the last such line (its busy time and the loop thread's CPU time).
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def install(directory: str) -> None:
         "lazily_queue.client.server": _server, "lazily_queue.client.connection": _conn,
         "lazily_queue.raft.replica": _replica, "lazily_queue.raft.journal": _journal,
         "lazily_queue.raft.driver": _driver, "lazily_queue.raft.adapters": _adapters,
-        "lazily_queue.replicated.state_machine": _state_machine}
+        "lazily_queue.replicated.state_machine": _state_machine,
+        "lazily_transports.sockets": _sockets}
     sys.meta_path.insert(0, _Finder(hooks))
     _loop()
 
@@ -111,7 +114,17 @@ def dump() -> None:
     top = sorted(_callbacks.items(), key=lambda kv: -kv[1][3])[:12]
     window = [[round(wall, 3), round(cpu, 3)] for wall, cpu in _iterations]
     _iterations.clear()
+    threads = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as stat:
+                threads[tid] = stat.read().split()
+        except OSError:
+            continue
+    with open("/proc/stat") as stat:
+        steal = stat.readline().split()[8]
     event("stats", sched=open("/proc/self/schedstat").read().split(), iterations_ms=window,
+          threads=threads, steal=steal,
           busy_ms=[round(busy[int(len(busy) * q)] * 1000, 3) for q in (0.5, 0.9, 0.99)]
           if busy else None, busy_s=round(sum(busy), 3), iterations=len(busy),
           sections=[[name, n, round(cpu, 3), round(most * 1000, 2), over]
@@ -173,8 +186,8 @@ def _is_probe(request: list[Any]) -> bool:
 def _server(module: Any) -> None:
     requests = module.ClientServer._requests
 
-    def _requests(self: Any, conn: Any, data: bytes) -> Any:
-        items = requests(self, conn, data)
+    def _requests(self: Any, conn: Any, frame: Any, data: bytes) -> Any:
+        items = requests(self, conn, frame, data)
         for item in items:
             if _is_probe(item):
                 conn.probe = True
@@ -182,6 +195,25 @@ def _server(module: Any) -> None:
         return items
 
     module.ClientServer._requests = _requests
+    answer = module.ClientServer._answer
+
+    def _answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:
+        if getattr(conn, "probe", False):
+            event("answer")
+        answer(self, conn, rid, result, error)
+
+    module.ClientServer._answer = _answer
+
+
+def _sockets(module: Any) -> None:
+    received = module.SocketChannel.data_received
+
+    def data_received(self: Any, data: bytes) -> None:
+        if b"probe" in data:
+            event("rx")
+        received(self, data)
+
+    module.SocketChannel.data_received = data_received
 
 
 def _conn(module: Any) -> None:

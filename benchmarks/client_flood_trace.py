@@ -4,15 +4,17 @@
 
 One lazily-queue round of the flood (``--clients-at members``) with its nodes traced
 (:mod:`benchmarks.client_flood_hooks`) and the probe's pushes timed here on the same
-clock. Each push is cut into stages: ``c>read`` (the probe sends, the leader decodes
-its frame), ``read>append`` (proposed and in the leader's log), ``append>f_app`` (in
-the first follower to acknowledge it's log), ``f_app>f_ack`` (its write and fsync),
-``f_ack>ack`` (its acknowledgement read by the leader), ``ack>apply0`` (committed and
-reached by the apply), ``apply0>applied``, ``applied>write`` (the answer handed to the
-link) and ``write>client`` (the probe has it); with the flood ops not yet applied ahead
-of the probe's entry when it was appended. Then each node's event loop (busy time of
-an iteration, the callbacks that took most) and its wait for a CPU (schedstat), and
-the probe process's.
+clock. Each push is cut into stages: ``c>rx`` (the probe sends, the leader reads its
+bytes off the socket), ``rx>read`` (the leader decodes its frame), ``read>append``
+(proposed and in the leader's log), ``append>f_app`` (in the first follower to
+acknowledge it's log), ``f_app>f_ack`` (its write and fsync), ``f_ack>ack`` (its
+acknowledgement read by the leader), ``ack>apply0`` (committed and reached by the
+apply), ``apply0>applied``, ``applied>answer`` (its result handed to its link),
+``answer>write`` (the link writes it) and ``write>client`` (the probe has it); with the
+flood ops not yet applied ahead of the probe's entry when it was appended. Then each
+node's event loop (busy time of an iteration, the callbacks that took most) and its wait
+for a CPU (schedstat, each of its threads'), the machine's steal time, and the probe
+process's wait for a CPU.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import client_flood  # noqa: E402
 from benchmarks.client_flood_group import run_queue_wait  # noqa: E402
 
-STAGES = ["c>read", "read>append", "append>f_app", "f_app>f_ack", "f_ack>ack",
-          "ack>apply0", "apply0>applied", "applied>write", "write>client"]
+STAGES = ["c>rx", "rx>read", "read>append", "append>f_app", "f_app>f_ack", "f_ack>ack",
+          "ack>apply0", "apply0>applied", "applied>answer", "answer>write", "write>client"]
 
 
 def _percentiles(values: list[float]) -> str:
@@ -66,19 +68,20 @@ def stages(samples: list[tuple[float, float]], leader: list[dict[str, Any]],
         for e in leader[k:]:
             if e["t"] > answered:
                 break
-            if e["e"] in ("read", "append", "apply0", "applied") and e["e"] not in seen:
+            if e["e"] in ("rx", "read", "append", "apply0", "applied") and e["e"] not in seen:
                 seen[e["e"]] = e
-            elif e["e"] == "write" and "applied" in seen and "write" not in seen:
-                seen["write"] = e
-        if len(seen) < 5 or seen["append"]["idx"] not in acks:
+            elif e["e"] in ("answer", "write") and "applied" in seen and e["e"] not in seen:
+                seen[e["e"]] = e
+        if len(seen) < 7 or seen["append"]["idx"] not in acks:
             continue
         idx = seen["append"]["idx"]
         first = min(((f[("f_ack", idx)], f[("f_append", idx)]) for f in by_idx
                      if ("f_ack", idx) in f and ("f_append", idx) in f), default=None)
         if first is None:
             continue
-        times = [sent, seen["read"]["t"], seen["append"]["t"], first[1], first[0], acks[idx],
-                 seen["apply0"]["t"], seen["applied"]["t"], seen["write"]["t"], answered]
+        times = [sent, seen["rx"]["t"], seen["read"]["t"], seen["append"]["t"], first[1],
+                 first[0], acks[idx], seen["apply0"]["t"], seen["applied"]["t"],
+                 seen["answer"]["t"], seen["write"]["t"], answered]
         row = {stage: (times[i + 1] - times[i]) * 1000 for i, stage in enumerate(STAGES)}
         row["total"] = (answered - sent) * 1000
         row["ahead_flood"] = seen["append"]["ahead_flood"]
@@ -132,6 +135,15 @@ def report(directory: Path, phases: dict[str, list[tuple[float, float]]],
               f"CPU {cpu / 1e9:.2f} s, waited for a CPU {wait / 1e9:.2f} s "
               f"({wait / 1e6 / max(slices, 1):.2f} ms per time slice) over "
               f"{last['t'] - first['t']:.1f} s")
+        for tid, after in last.get("threads", {}).items():
+            before = first.get("threads", {}).get(tid, ["0", "0", "0"])
+            ran, queued = (int(b) - int(a) for a, b in zip(before[:2], after[:2], strict=True))
+            if ran > 10**7:
+                print(f"    thread {tid}{' (loop)' if tid == Path(path).stem[6:] else ''}: "
+                      f"CPU {ran / 1e9:.2f} s, waited for a CPU {queued / 1e9:.2f} s")
+        if "steal" in first:
+            print(f"    machine's steal time {(int(last['steal']) - int(first['steal'])) / 100:.2f}"
+                  f" CPU s")
         flood = phases.get("under the flood")
         line = loop_under_flood(stats, flood[0][0], flood[-1][1]) if flood else None
         if line is not None:
