@@ -164,6 +164,16 @@ class ClientConnection:
             asyncio.get_running_loop().call_soon(self._flush)
         self._pending.append(frame)
 
+    def send_answer(self, frame: list[Any]) -> None:
+        """Queue the answer ``frame``, its request's slot given back: the link's last
+        request in flight answered, no answer can join its batch, which leaves now (with
+        what was queued before it); else as :meth:`send`."""
+        if self.slots.used:
+            self.send(frame)
+        else:
+            self._pending.append(frame)
+            self._flush()
+
     def send_state(self, frame: list[Any]) -> None:
         """Send ``frame`` (an answer holding an object's state) now, after what was queued
         before it, as an oversized frame: the server serves no other watch while it is

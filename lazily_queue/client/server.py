@@ -397,6 +397,6 @@ class ClientServer:
                 error: BaseException | None) -> None:
         self._release(conn)
         if error is not None:
-            conn.send([rid, P.ERROR, P.error_payload(error)])
+            conn.send_answer([rid, P.ERROR, P.error_payload(error)])
         else:
-            conn.send([rid, P.OK, encode_result(result)])
+            conn.send_answer([rid, P.OK, encode_result(result)])

@@ -62,6 +62,26 @@ async def test_a_batch_of_answers_reaches_the_connection_in_the_callback_that_en
     await conn.outbox.wait_closed()
 
 
+async def test_a_links_last_answer_in_flight_leaves_at_once_with_what_was_queued_before_it(
+) -> None:
+    stream = _Stream()
+    conn = ClientConnection(stream,  # type: ignore[arg-type]
+                            ClientGrant("web", b"a-token-of-web", produce=["*"]), 8)
+    conn.slots.free -= 2  # two requests in flight
+    conn.send([0, P.REPLAY, []])
+    conn.slots.give()
+    conn.send_answer([5, P.OK, [0, None]])
+    assert stream.calls == []  # the other one's answer may join the batch
+    conn.slots.give()
+    conn.send_answer([6, P.OK, [0, None]])
+    # none can now: the batch leaves in this callback, not at the loop turn's end
+    assert stream.calls == [("queued", [0, P.BATCH, [[0, P.REPLAY, []], [5, P.OK, [0, None]],
+                                                     [6, P.OK, [0, None]]]]),
+                            ("flushed", None)]
+    await asyncio.sleep(0)
+    assert len(stream.calls) == 2  # nothing sent twice
+
+
 async def test_a_client_hands_its_requests_to_the_connection_at_once() -> None:
     stream = _Stream()
     link = Link(stream, "unix:///nowhere", on_notice=lambda _kind, _payload: None)  # type: ignore[arg-type]
