@@ -195,6 +195,16 @@ def _server(module: Any) -> None:
         return items
 
     module.ClientServer._requests = _requests
+    take = module.FramesInHand.take
+
+    async def _take(self: Any, conn: Any, size: int, ended: Any) -> bool:
+        client = conn.grant.name
+        if getattr(conn, "probe", False) and (client in self._waiting
+                                              or not self._fits(client, size)):
+            event("hand_wait", held=self.held.get(client, 0))
+        return await take(self, conn, size, ended)
+
+    module.FramesInHand.take = _take
     answer = module.ClientServer._answer
 
     def _answer(self: Any, conn: Any, rid: int, result: Any, error: Any) -> None:

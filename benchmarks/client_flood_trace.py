@@ -135,6 +135,10 @@ def report(directory: Path, phases: dict[str, list[tuple[float, float]]],
               f"CPU {cpu / 1e9:.2f} s, waited for a CPU {wait / 1e9:.2f} s "
               f"({wait / 1e6 / max(slices, 1):.2f} ms per time slice) over "
               f"{last['t'] - first['t']:.1f} s")
+        waits = [e for e in events if e["e"] == "hand_wait"]
+        if waits:
+            print(f"    the probe's frame waited for room among its client's frames in hand "
+                  f"{len(waits)} times")
         for tid, after in last.get("threads", {}).items():
             before = first.get("threads", {}).get(tid, ["0", "0", "0"])
             ran, queued = (int(b) - int(a) for a, b in zip(before[:2], after[:2], strict=True))
