@@ -165,10 +165,12 @@ class ClientConnection:
         self._pending.append(frame)
 
     def send_answer(self, frame: list[Any]) -> None:
-        """Queue the answer ``frame``, its request's slot given back: the link's last
-        request in flight answered, no answer can join its batch, which leaves now (with
-        what was queued before it); else as :meth:`send`."""
-        if self.slots.used:
+        """Queue the answer ``frame``, its request's slot given back. The answer to the
+        link's only request in flight, with nothing else queued for it in this loop
+        iteration, leaves now (a light client's answer waits for no other work of the
+        iteration); others as :meth:`send` (a batch leaves after the messages of the step
+        that applied it)."""
+        if self.slots.used or self._pending:
             self.send(frame)
         else:
             self._pending.append(frame)

@@ -62,24 +62,41 @@ async def test_a_batch_of_answers_reaches_the_connection_in_the_callback_that_en
     await conn.outbox.wait_closed()
 
 
-async def test_a_links_last_answer_in_flight_leaves_at_once_with_what_was_queued_before_it(
-) -> None:
-    stream = _Stream()
+def _conn(stream: _Stream, in_flight: int) -> ClientConnection:
     conn = ClientConnection(stream,  # type: ignore[arg-type]
                             ClientGrant("web", b"a-token-of-web", produce=["*"]), 8)
-    conn.slots.free -= 2  # two requests in flight
-    conn.send([0, P.REPLAY, []])
+    conn.slots.free -= in_flight
+    return conn
+
+
+async def test_a_links_only_answer_in_flight_leaves_at_once() -> None:
+    stream = _Stream()
+    conn = _conn(stream, 1)
     conn.slots.give()
     conn.send_answer([5, P.OK, [0, None]])
-    assert stream.calls == []  # the other one's answer may join the batch
-    conn.slots.give()
-    conn.send_answer([6, P.OK, [0, None]])
-    # none can now: the batch leaves in this callback, not at the loop turn's end
-    assert stream.calls == [("queued", [0, P.BATCH, [[0, P.REPLAY, []], [5, P.OK, [0, None]],
-                                                     [6, P.OK, [0, None]]]]),
-                            ("flushed", None)]
+    assert stream.calls == [("queued", [5, P.OK, [0, None]]), ("flushed", None)]
     await asyncio.sleep(0)
     assert len(stream.calls) == 2  # nothing sent twice
+
+
+async def test_answers_with_others_queued_in_the_loop_turn_leave_together_after_it() -> None:
+    stream = _Stream()
+    conn = _conn(stream, 2)
+    for rid in (5, 6):  # the second is the last in flight, after the first was queued
+        conn.slots.give()
+        conn.send_answer([rid, P.OK, [0, None]])
+    stream_after_notice = _Stream()
+    noticed = _conn(stream_after_notice, 1)
+    noticed.send([0, P.REPLAY, []])
+    noticed.slots.give()
+    noticed.send_answer([7, P.OK, [0, None]])
+    assert stream.calls == stream_after_notice.calls == []
+    await asyncio.sleep(0)
+    assert stream.calls == [("queued", [0, P.BATCH, [[5, P.OK, [0, None]],
+                                                     [6, P.OK, [0, None]]]]),
+                            ("flushed", None)]
+    assert stream_after_notice.calls == [
+        ("queued", [0, P.BATCH, [[0, P.REPLAY, []], [7, P.OK, [0, None]]]]), ("flushed", None)]
 
 
 async def test_a_client_hands_its_requests_to_the_connection_at_once() -> None:
