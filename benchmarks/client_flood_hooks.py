@@ -42,6 +42,9 @@ _callbacks: collections.defaultdict[str, list[float]] = collections.defaultdict(
     lambda: [0, 0.0, 0.0, 0.0, 0.0])
 
 
+#: Answers sent by kind of link (the probe's, others) and how (at once, batched).
+_answers: collections.Counter[tuple[str, str]] = collections.Counter()
+
 #: Per timed section of a callback (:func:`_timed`): calls, CPU seconds, most CPU, calls
 #: of more than 2 ms CPU.
 _sections: collections.defaultdict[str, list[float]] = collections.defaultdict(
@@ -125,6 +128,7 @@ def dump() -> None:
         steal = stat.readline().split()[8]
     event("stats", sched=open("/proc/self/schedstat").read().split(), iterations_ms=window,
           threads=threads, steal=steal,
+          answers=[[*key, count] for key, count in sorted(_answers.items())],
           busy_ms=[round(busy[int(len(busy) * q)] * 1000, 3) for q in (0.5, 0.9, 0.99)]
           if busy else None, busy_s=round(sum(busy), 3), iterations=len(busy),
           sections=[[name, n, round(cpu, 3), round(most * 1000, 2), over]
@@ -235,6 +239,17 @@ def _conn(module: Any) -> None:
         write(self, frames, paced=paced)
 
     module.ClientConnection._write = _write
+    send_answer = getattr(module.ClientConnection, "send_answer", None)
+    if send_answer is None:
+        return
+
+    def _send_answer(self: Any, frame: list[Any]) -> None:
+        at_once = not (self.slots.used or self._pending)
+        _answers["probe" if getattr(self, "probe", False) else "other",
+                 "at once" if at_once else "batched"] += 1
+        send_answer(self, frame)
+
+    module.ClientConnection.send_answer = _send_answer
 
 
 def _replica(module: Any) -> None:

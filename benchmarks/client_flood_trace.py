@@ -135,6 +135,9 @@ def report(directory: Path, phases: dict[str, list[tuple[float, float]]],
               f"CPU {cpu / 1e9:.2f} s, waited for a CPU {wait / 1e9:.2f} s "
               f"({wait / 1e6 / max(slices, 1):.2f} ms per time slice) over "
               f"{last['t'] - first['t']:.1f} s")
+        if last.get("answers"):
+            print("    answers sent: " + ", ".join(f"{who} {how} {count:,}"
+                                                   for who, how, count in last["answers"]))
         waits = [e for e in events if e["e"] == "hand_wait"]
         if waits:
             print(f"    the probe's frame waited for room among its client's frames in hand "
