@@ -165,8 +165,9 @@ def _capture(sm: StateMachine) -> dict[str, Any] | None:
               if q.holds_headers() and (table := q.headers_state())}
     if queues:
         doc["queues"] = queues
-    topics_ = {name: _fresh(offsets.entries()) for name in list(sm.topic_headers)
-               if (offsets := topic_headers(sm, name)) is not None and len(offsets)}
+    topics_ = {name: _fresh(entries) for name, table in sm.topic_headers.items()
+               if (core := sm.topics.get(name)) is not None and table.owner is core
+               and (entries := table.entries(since=core.base_offset()))}
     if topics_:
         doc["topics"] = topics_
     works = {name: _fresh(entries) for name, entries in work_headers.capture(sm).items()}
