@@ -21,6 +21,7 @@ from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
 from ..core.queue import POP, UNPOP, QueuePopError
 from ..errors import InvalidHeaders, shown
+from ..raft.snapshot_turns import paced
 from . import expiry, ops, topics, work_headers
 from .dedup import applied_once
 from .events import QueueChanged
@@ -161,11 +162,11 @@ def _fresh(entries: list[list[Any]]) -> list[list[Any]]:
 
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
     doc: dict[str, Any] = {}
-    queues = {name: _fresh(table) for name, q in sm.queues.items()
+    queues = {name: _fresh(table) for name, q in paced(sm.queues.items())
               if q.holds_headers() and (table := q.headers_state())}
     if queues:
         doc["queues"] = queues
-    topics_ = {name: _fresh(entries) for name, table in sm.topic_headers.items()
+    topics_ = {name: _fresh(entries) for name, table in paced(sm.topic_headers.items())
                if (core := sm.topics.get(name)) is not None and table.owner is core
                and (entries := table.entries(since=core.base_offset()))}
     if topics_:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.headers import Headers, OffsetHeaders, checked_table
 from ..errors import shown
+from ..raft.snapshot_turns import paced
 from . import work_queues
 from .dedup import applied_once
 
@@ -58,7 +59,7 @@ def note(sm: StateMachine, name: str, item_id: int, headers: Headers) -> None:
 def capture(sm: StateMachine) -> dict[str, Any]:
     """The headers of the items each work queue holds (read only: the snapshot's capture
     runs beside the event loop's readers)."""
-    return {name: entries for name, table in sm.work_headers.items()
+    return {name: entries for name, table in paced(sm.work_headers.items())
             if table.owner is sm.work_queues.get(name)
             and (entries := table.entries(live=live_ids(sm, name)))}
 

@@ -77,6 +77,7 @@ async def test_the_loop_runs_while_a_snapshot_file_is_written(tmp_path: Path) ->
     task = asyncio.create_task(ticker())
     try:
         store.serialize(_anchors(7), 8)
+        await _until(lambda: not store.capture_slice())  # captured in the loop's turns
         await _until(disk.started.is_set)
         before = ticks
         await _until(lambda: ticks >= before + 20)  # the loop turns while the write waits
@@ -117,6 +118,8 @@ def test_a_leaders_snapshot_waits_for_ours_and_lands_last(tmp_path: Path) -> Non
     ours = _store(disk, path, ["old"])
     ours.writer.background = True
     ours.serialize(_anchors(3), 4)
+    while ours.capture_slice():
+        pass
     assert disk.started.wait(GUARD)
     leader_store = _store(OsDisk(sync=False), tmp_path / "leader.cbor", ["new"])
     leader_store.serialize(_anchors(9), 10)
@@ -186,9 +189,9 @@ async def test_a_node_writes_its_snapshots_off_the_loop() -> None:
 
 
 def test_no_garbage_collection_runs_while_the_state_is_captured(tmp_path: Path) -> None:
-    """The capture runs on the event loop with the cyclic collector paused (it builds a
-    container per object, and each collection would traverse them), and a capture that
-    raises leaves it running again."""
+    """The capture runs with the cyclic collector paused (it builds a container per
+    object, and each collection would traverse them), and a capture that raises leaves
+    it running again."""
     enabled: list[bool] = []
 
     def capture() -> dict[str, Any]:
