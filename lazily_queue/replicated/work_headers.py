@@ -57,8 +57,8 @@ def note(sm: StateMachine, name: str, item_id: int, headers: Headers) -> None:
 
 
 def capture(sm: StateMachine) -> dict[str, Any]:
-    """The headers of the items each work queue holds (read only: the snapshot's capture
-    runs beside the event loop's readers)."""
+    """The headers of the items each work queue holds (read only: a snapshot's capture
+    runs in slices over the live tables)."""
     return {name: entries for name, table in paced(sm.work_headers.items())
             if table.owner is sm.work_queues.get(name)
             and (entries := table.entries(live=live_ids(sm, name)))}

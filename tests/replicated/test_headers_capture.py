@@ -34,9 +34,9 @@ def test_the_capture_reads_the_headers_of_only_the_queues_holding_some(
 
 
 def test_the_capture_only_reads_the_header_tables() -> None:
-    """The capture runs beside the event loop's readers (on the snapshot writer's
-    thread): it leaves out the headers of items gone and of deleted work queues and
-    topics without dropping them from the tables, which applying ops prunes."""
+    """The capture runs in slices over the live tables, the event loop going on between
+    them: it leaves out the headers of items gone and of deleted work queues and topics
+    without dropping them from the tables, which applying ops prunes."""
     sm = StateMachine()
     _apply(sm, [ops.WORK_DECLARE, "w", 30_000, 5], [ops.WORK_DECLARE, "gone", 30_000, 5],
            [ops.TOPIC_DECLARE, "t"])
