@@ -11,6 +11,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from lazily_queue.raft import snapshot as snapshot_module
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.snapshot import (
     FAILED,
@@ -20,6 +23,7 @@ from lazily_queue.raft.snapshot import (
     SnapshotStore,
     decode_snapshot,
 )
+from lazily_queue.raft.snapshot_heap import release
 
 #: Guards against a deadlock only (a write on the loop's thread would wait for itself).
 GUARD = 20.0
@@ -211,3 +215,42 @@ def test_no_garbage_collection_runs_while_the_state_is_captured(tmp_path: Path) 
     assert enabled == [False, False]
     assert gc.isenabled()
     store.close()
+
+
+def test_the_collector_stays_paused_until_the_captured_state_is_encoded(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first collections after the capture would traverse all it built, each holding
+    the interpreter lock: the collector resumes once the encoding released it."""
+    enabled: list[bool] = []
+    encode = snapshot_module.encode_snapshot
+
+    def recorded(doc: dict[str, Any], pause: Any = None) -> bytes:
+        enabled.append(gc.isenabled())
+        return encode(doc, pause)
+
+    monkeypatch.setattr(snapshot_module, "encode_snapshot", recorded)
+    store = _store(OsDisk(sync=False), tmp_path / "snapshot.cbor", [1, 2])
+    store.writer.background = True
+    store.serialize(_anchors(1), 2)
+    store.wait()
+    assert store.checkSerializing() == (SUCCESS, 2)
+    assert enabled == [False] and gc.isenabled()
+    store.close()
+
+
+def test_a_captured_state_is_freed_in_pieces_once_encoded() -> None:
+    """Freed whole, a large state holds the interpreter lock at once: its containers on
+    the first three levels are emptied an item at a time, the pause run between them;
+    what they hold (the values) is left as it is."""
+    value = {"shared": ["with", "the", "state"]}
+    state = {"queues": {f"q{i}": [None, False, [value]] for i in range(5)}, "now": 3}
+    sections, queues = dict(state), state["queues"]
+    pauses = 0
+
+    def pause() -> None:
+        nonlocal pauses
+        pauses += 1
+
+    release(state, pause)
+    assert state == {} and queues == {} and pauses == 2 + 5 + 5 * 3
+    assert value == {"shared": ["with", "the", "state"]} and sections["now"] == 3
