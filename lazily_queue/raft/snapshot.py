@@ -203,7 +203,12 @@ class SnapshotStore:
                     release(state, pause)
                 return raw
 
-            raw = without_collections(encoded)
+            try:
+                raw = without_collections(encoded)
+            finally:  # however it ended, the loop waits for no capture
+                self._capturing = False
+                if turns is not None:
+                    turns.end()
             if len(raw) > limit:
                 raise SnapshotTooLarge(_too_large(len(raw), limit))
             return raw

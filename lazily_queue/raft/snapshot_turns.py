@@ -60,8 +60,12 @@ class Turns:
             return capture()
         finally:
             _local.turns = None
-            self.done = True
-            self._back.set()
+            self.end()
+
+    def end(self) -> None:
+        """The capture ended (or will never run): the loop waits for it no more."""
+        self.done = True
+        self._back.set()
 
     def pause(self) -> None:
         """Hand the turn back to the loop if the slice is spent, and wait for the next."""

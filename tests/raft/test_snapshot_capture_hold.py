@@ -11,6 +11,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lazily_queue.raft.snapshot import decode_snapshot
 from lazily_queue.raft.snapshot_turns import paced
 from lazily_queue.replicated import ops as C
@@ -141,3 +143,28 @@ async def _until(condition: Any) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("the condition never held")
+
+
+def test_a_snapshot_failing_before_its_capture_holds_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job that fails before the capture ran (here the collector's pause) leaves no
+    capture to wait for: the loop's slices and the engine's applying go on."""
+    from lazily_queue.raft import snapshot as snapshot_module
+    from lazily_queue.raft.disk import OsDisk
+    from lazily_queue.raft.snapshot import FAILED, SnapshotStore
+
+    def broken(make: Any) -> bytes:
+        raise RuntimeError("a defect before the capture")
+
+    monkeypatch.setattr(snapshot_module, "without_collections", broken)
+    store = SnapshotStore(OsDisk(sync=False), str(tmp_path / "snapshot.cbor"),
+                          capture=lambda: {"items": [1]}, install=lambda _: None,
+                          prepare=lambda _: None)
+    store.writer.background = True
+    store.serialize((None, (b"b", 2, 1), (b"a", 1, 1), ["1"]), 2)
+    while store.capture_slice():
+        pass
+    store.wait()
+    assert not store.capturing
+    assert store.checkSerializing() == (FAILED, 2) and store.capture_failures == 1
+    store.close()
