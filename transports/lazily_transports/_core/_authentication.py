@@ -174,7 +174,8 @@ async def _guarded(
         error: BaseException = exc
         if isinstance(exc, TimeoutError) and not isinstance(exc, HandshakeError):
             error = HandshakeTimeoutError(config.handshake_timeout)
-        elif isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError):
+        elif isinstance(exc, anyio.EndOfStream | anyio.BrokenResourceError
+                        | anyio.ClosedResourceError):  # closed here: made room for another
             reason = getattr(channel, "close_reason", None) or "connection closed"
             error = HandshakeError("handshake", f"link closed during handshake ({reason})"
                                    + run.went_away())
