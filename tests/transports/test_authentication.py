@@ -208,6 +208,16 @@ async def test_a_stranger_gets_no_proof_of_the_acceptor(
         recorder.release.set()
 
 
+async def test_a_token_dialer_naming_a_certificate_grant_is_told_so(address: str) -> None:
+    """The acceptor's refusal of the kind of credential reaches the dialer as it was
+    said, not as a wrong token."""
+    certificate_grants = {"web": lambda certificate: None}
+    async with listen(address, make_config(2), Recorder(),
+                      credentials=certificate_grants.get) as listener:
+        with pytest.raises(PeerRejectedError, match="with a TLS client certificate, not a token"):
+            await dial(listener.address, make_config(1, credential="web", secret=b"a-token"))
+
+
 async def test_a_proof_reflected_to_its_dialer_is_refused() -> None:
     """A fake acceptor sending the dialer's own proof back fails the role check."""
 

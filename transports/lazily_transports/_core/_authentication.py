@@ -164,6 +164,10 @@ def _log_failure(channel: DataChannel, error: HandshakeError) -> None:
     logger.warning("handshake with %s refused: %s", channel.remote_address, error)
 
 
+#: What an acceptor answers a proof that does not check out.
+PROOF_REFUSED = "authentication failed"
+
+
 async def _guarded(
     channel: DataChannel, config: LinkConfig, run: _Exchange, report: FailureReport | None
 ) -> str:
@@ -368,13 +372,13 @@ async def _authenticate(
     try:
         reply = decode_message(await channel.receive())
     except PeerRejectedError as exc:
-        if exc.field != "auth":
-            raise
+        if exc.field != "auth" or not exc.message.endswith(PROOF_REFUSED):
+            raise  # refused for another reason (a credential of another kind): as said
         raise _failed(label, peer_id) from None  # the acceptor refused our proof
     proof = reply.get("proof")
     expected = _proof(secret, theirs, dialer_hello, acceptor_hello, label)
     if not isinstance(proof, bytes) or not hmac.compare_digest(proof, expected):
-        await _refuse(channel, "auth", "authentication failed")
+        await _refuse(channel, "auth", PROOF_REFUSED)
         raise _failed(label, peer_id)
     if not initiator:
         await channel.send(mine)
