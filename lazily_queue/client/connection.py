@@ -128,6 +128,7 @@ class ClientConnection:
         self.cached_chars = 0
         self.outbox = Outbox(stream, limit=MAX_OUTBOX_BYTES, on_overflow=self._overflow,
                              budget=answers)
+        self._answers = answers
         #: Loop time the member last received bytes on this link, a frame or part of one
         #: (:mod:`.idle`).
         self.heard = self.outbox.progress
@@ -168,9 +169,11 @@ class ClientConnection:
         """Queue the answer ``frame``, its request's slot given back. The answer to the
         link's only request in flight, with nothing else queued for it in this loop
         iteration, leaves now (a light client's answer waits for no other work of the
-        iteration); others as :meth:`send` (a batch leaves after the messages of the step
-        that applied it)."""
-        if self.slots.used or self._pending:
+        iteration) while the shared budget lets it (:meth:`.AnswerBudget.at_once`);
+        others as :meth:`send` (a batch leaves after the messages of the step that
+        applied it)."""
+        if self.slots.used or self._pending or (
+                self._answers is not None and not self._answers.at_once()):
             self.send(frame)
         else:
             self._pending.append(frame)

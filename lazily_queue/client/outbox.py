@@ -11,7 +11,9 @@ first).
 
 Outboxes may share an :class:`AnswerBudget`: the bytes they queue in all are held
 within its limit by closing (overflowing) those whose links took bytes least recently,
-so links that do not read cannot each queue up to their own limit.
+so links that do not read cannot each queue up to their own limit. It also counts the
+answers its links send at once, ahead of the end of the loop iteration (at most
+:data:`AT_ONCE` an iteration).
 
 A tracking outbox (a client's) numbers its frames and tells whether one is still held in
 this process (:meth:`Outbox.holds`): then the peer never got all of it. Closing it
@@ -28,6 +30,11 @@ from collections.abc import Callable
 import anyio
 from lazily_transports import LinkStream
 
+#: Answers the links sharing a budget send at once in one loop iteration: the rest of
+#: the iteration's answers leave at its end, after the Raft messages of the step that
+#: applied them (many light links answered by one step would otherwise hold those back).
+AT_ONCE = 4
+
 
 class AnswerBudget:
     """The bytes queued by the outboxes sharing it, held within ``limit``: once they are
@@ -40,6 +47,18 @@ class AnswerBudget:
         #: Outboxes overflowed to keep within the limit.
         self.closed = 0
         self.outboxes: set[Outbox] = set()
+        self._sent_at_once = 0  # in this loop iteration
+
+    def at_once(self) -> bool:
+        """Whether another answer may leave at once in this loop iteration (at most
+        :data:`AT_ONCE`)."""
+        if not self._sent_at_once:
+            asyncio.get_running_loop().call_soon(self._next_iteration)
+        self._sent_at_once += 1
+        return self._sent_at_once <= AT_ONCE
+
+    def _next_iteration(self) -> None:
+        self._sent_at_once = 0
 
     def grew(self) -> None:
         """Bytes were queued: overflow the stalest outboxes while over the limit."""

@@ -12,6 +12,7 @@ from lazily_queue.client import protocol as P
 from lazily_queue.client.access import ClientGrant
 from lazily_queue.client.connection import ClientConnection
 from lazily_queue.client.link import Link
+from lazily_queue.client.outbox import AT_ONCE, AnswerBudget
 
 
 class _Stream:
@@ -77,6 +78,30 @@ async def test_a_links_only_answer_in_flight_leaves_at_once() -> None:
     assert stream.calls == [("queued", [5, P.OK, [0, None]]), ("flushed", None)]
     await asyncio.sleep(0)
     assert len(stream.calls) == 2  # nothing sent twice
+
+
+async def test_light_links_answered_in_one_iteration_send_a_few_at_once() -> None:
+    """Many links each with its only request answered in one step: a few answers leave at
+    once, the rest at the iteration's end (after the step's Raft messages)."""
+    budget = AnswerBudget(1 << 20)
+    streams = [_Stream() for _ in range(AT_ONCE + 2)]
+    conns = []
+    for stream in streams:
+        conn = ClientConnection(stream,  # type: ignore[arg-type]
+                                ClientGrant("web", b"a-token-of-web", produce=["*"]), 8,
+                                answers=budget)
+        conn.slots.free -= 1
+        conn.slots.give()
+        conn.send_answer([5, P.OK, [0, None]])
+        conns.append(conn)
+    assert [bool(stream.calls) for stream in streams] == [True] * AT_ONCE + [False] * 2
+    await asyncio.sleep(0)
+    assert all(stream.calls == [("queued", [5, P.OK, [0, None]]), ("flushed", None)]
+               for stream in streams)
+    conns[0].slots.free -= 1  # the next iteration sends at once again
+    conns[0].slots.give()
+    conns[0].send_answer([6, P.OK, [0, None]])
+    assert streams[0].calls[-2:] == [("queued", [6, P.OK, [0, None]]), ("flushed", None)]
 
 
 async def test_answers_with_others_queued_in_the_loop_turn_leave_together_after_it() -> None:
