@@ -1,33 +1,26 @@
 """The longest event-loop stall while a member takes a snapshot of a large state.
 
 Builds a state machine holding ``--elements`` queued elements spread over several queues,
-topics and work queues (with ``--objects N``: N objects instead, a quarter each queues
-and queues with one element, topics and work queues holding one), then takes
-``--rounds`` snapshots through :class:`SnapshotStore` on a real disk while a ticker
-task records the gaps between its turns (the loop stall).
+topics and work queues, then takes ``--rounds`` snapshots through :class:`SnapshotStore`
+on a real disk while a ticker task records the gaps between its turns (the loop stall).
 Prints the cost of each stage taken alone (capture, encode, write, and for comparison
 a capture that also copies the values, which the snapshot does not do: it copies
-containers and encodes them on the writer's thread, where work-queue records and
-client-session results are made too; the values are never changed), the longest gap
-per snapshot (a slice of the capture, which runs while the loop waits for it, one slice
-per loop iteration as the driver gives them, see
-:mod:`lazily_queue.raft.snapshot_turns`; or the encoding and the write, which run beside
-the loop in short pieces that hand the interpreter lock back to it), the p50/p90/p99 of
-every loop turn while snapshots were taken, the peak resident memory after building the
-state and at the end and, last, a ``--json`` line. Run it under the same load to compare.
+containers on the loop and encodes them on the writer's thread, where work-queue
+records and client-session results are made too; the values are never changed),
+the longest gap per snapshot (the capture, on the loop: the encoding and the write run
+on the worker thread, in short pieces that hand the interpreter lock back to the loop),
+the p50/p90/p99 of every loop turn while snapshots were taken and, last, a ``--json``
+line. Run it under the same load to compare.
 
-    python benchmarks/snapshot_stall.py [--elements 100000 | --objects 100000]
-        [--rounds 5] [--json]
+    python benchmarks/snapshot_stall.py [--elements 100000] [--rounds 5] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import json
 import pickle
-import resource
 import statistics
 import tempfile
 import time
@@ -60,32 +53,6 @@ def build_state(elements: int) -> StateMachine:
         else:
             sm.apply_plain(ops.WORK_PUSH, [f"w{kind - 6}", value])
     return sm
-
-
-def build_objects(objects: int) -> StateMachine:
-    """``objects`` objects, as a client allowed to produce on ``*`` makes them by pushing
-    to new names: a quarter each empty queues, queues, topics and work queues holding
-    one small element."""
-    sm = StateMachine()
-    for i in range(objects):
-        value = {"n": i}
-        kind = i % 4
-        if kind < 2:
-            sm.apply_plain(ops.QUEUE_DECLARE, [f"q{i}", None])
-            if kind:
-                sm.apply_plain(ops.QUEUE_PUSH, [f"q{i}", value])
-        elif kind == 2:
-            sm.apply_plain(ops.TOPIC_DECLARE, [f"t{i}"])
-            sm.apply_plain(ops.TOPIC_PUBLISH, [f"t{i}", value])
-        else:
-            sm.apply_plain(ops.WORK_DECLARE, [f"w{i}", 30_000, 5])
-            sm.apply_plain(ops.WORK_PUSH, [f"w{i}", value])
-    return sm
-
-
-def _rss_mb() -> float:
-    """Peak resident memory of this process so far (MB)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def _anchors(index: int) -> tuple[Any, Any, Any, Any]:
@@ -129,13 +96,7 @@ async def _stall_run(store: SnapshotStore, rounds: int) -> tuple[list[float], li
 
 
 async def _taken(store: SnapshotStore) -> int:
-    """Give the capture its slices, one per loop iteration, as the driver does, then poll
-    as the engine's ticks do (every millisecond here) until the snapshot ended."""
-    capture_slice = getattr(store, "capture_slice", lambda: False)
-    for _ in range(1_000_000):
-        if not capture_slice():
-            break
-        await asyncio.sleep(0)
+    """Poll as the engine's ticks do (every millisecond here) until the snapshot ended."""
     for _ in range(1_000_000):
         state = store.checkSerializing()[0]
         if state in (SUCCESS, FAILED):
@@ -147,17 +108,12 @@ async def _taken(store: SnapshotStore) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--elements", type=int, default=100_000)
-    parser.add_argument("--objects", type=int, default=0,
-                        help="this many objects instead of --elements in 8")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--inline", action="store_true",
                         help="write on the loop's thread (the simulator's mode)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    sm = build_objects(args.objects) if args.objects else build_state(args.elements)
-    built_rss = _rss_mb()
-    gc.collect()
-    gc.freeze()  # as a node's allocator settings do after a full collection
+    sm = build_state(args.elements)
     with tempfile.TemporaryDirectory() as tmp:
         disk = OsDisk()
         store = SnapshotStore(disk, f"{tmp}/snapshot.cbor",
@@ -183,8 +139,7 @@ def main() -> None:
         if close is not None:
             close()
     figures = {
-        "elements": 0 if args.objects else args.elements,
-        "objects": args.objects or 8,
+        "elements": args.elements,
         "snapshot_bytes": len(raw),
         "capture_ms": round((t1 - t0) * 1000, 1),
         "encode_ms": round((t2 - t1) * 1000, 1),
@@ -196,8 +151,6 @@ def main() -> None:
         "turn_p50_ms": round(turns[len(turns) // 2] * 1000, 2),
         "turn_p90_ms": round(turns[int(len(turns) * 0.9)] * 1000, 2),
         "turn_p99_ms": round(turns[int(len(turns) * 0.99)] * 1000, 2),
-        "rss_built_mb": built_rss,
-        "rss_peak_mb": _rss_mb(),
     }
     for key, value in figures.items():
         print(f"{key:>16}: {value}")

@@ -11,7 +11,7 @@ headers has no entry at all (it costs nothing). They are bounded
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ..errors import InvalidHeaders, shown
@@ -166,15 +166,9 @@ class OffsetHeaders:
                 return
             del table[first]
 
-    def entries(self, since: int | None = None,
-                live: Container[int] | None = None) -> list[list[Any]]:
-        """``[[offset, headers], ...]`` (the snapshot form): with ``since``, those at or
-        above it only, with ``live``, those of ids in it only (the table is not
-        changed)."""
-        if since is None and live is None:
-            return [[i, h] for i, h in self._table.items()]
-        return [[i, h] for i, h in self._table.items()
-                if (since is None or i >= since) and (live is None or i in live)]
+    def entries(self) -> list[list[Any]]:
+        """``[[offset, headers], ...]`` (the snapshot form)."""
+        return [[i, h] for i, h in self._table.items()]
 
     def load(self, entries: list[tuple[int, Headers]]) -> None:
         self._table = dict(sorted(entries))

@@ -117,29 +117,21 @@ def unused_serializer(*_: Any) -> Any:
 
 
 def wrap_application(
-    engine: Any, before_applying: Callable[[], None], apply_batch: Callable[[bytes, int], Any],
-    held: Callable[[], bool],
+    engine: Any, before_applying: Callable[[], None], apply_batch: Callable[[bytes, int], Any]
 ) -> None:
     """Run ``before_applying`` on a leader before each round of applying committed entries
     (the durable-commit clamp), and apply our command entries (:mod:`.entries`) with
     ``apply_batch(batch, stamp)``; PySyncObj's own entries keep their own path, but a
-    membership change already in effect (:mod:`.log_config`) changes nothing. While
-    ``held()`` (a snapshot captures the state) nothing is applied: the entries wait in the
-    log, committed, for a round after it. ``engine.apply_committed()`` applies up to the
-    commit index without ``before_applying`` (for a caller that computed the commit index
-    itself)."""
+    membership change already in effect (:mod:`.log_config`) changes nothing.
+    ``engine.apply_committed()`` applies up to the commit index without
+    ``before_applying`` (for a caller that computed the commit index itself)."""
     apply_entries = engine._SyncObj__applyLogEntries
     apply_command = engine._SyncObj__doApplyCommand
 
     def applying_entries() -> Any:
-        if held():
-            return False
         if engine._SyncObj__raftState == LEADER:
             before_applying()
         return apply_entries()
-
-    def applying_committed() -> Any:
-        return False if held() else apply_entries()
 
     def applying_command(command: bytes) -> Any:
         found = entries.command_of(command)
@@ -151,5 +143,5 @@ def wrap_application(
             return apply_command(command)
 
     engine._SyncObj__applyLogEntries = applying_entries
-    engine.apply_committed = applying_committed
+    engine.apply_committed = apply_entries
     engine._SyncObj__doApplyCommand = applying_command

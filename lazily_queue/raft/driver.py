@@ -82,8 +82,7 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         self._running = False
         self._stepping = False
         self._publishing = False  # a commit publication is scheduled
-        self._slicing = False  # a slice of a snapshot's capture is scheduled
-        self._own_callbacks = (self._scheduled_step, self._publish_commit, self._capture_slice)
+        self._own_callbacks = (self._scheduled_step, self._publish_commit)
         self._frame_bytes = replica.max_frame_bytes  # fixed by the configuration
         replica.silence = Silence(replica.clock)
         self._heard, self._clock = replica.silence.heard, replica.clock
@@ -335,9 +334,6 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         finally:
             self._stepping = False
         self.network.flush()
-        if self.replica.snapshots.capturing and not self._slicing and self._loop is not None:
-            self._slicing = True
-            self._loop.call_soon(self._capture_slice)
         if (not self._publishing and self._loop is not None
                 and self.replica.engine.commit_unsent):
             self._publishing = True
@@ -347,15 +343,6 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
                 observer()
             except Exception:
                 log.exception("node %s: a step observer failed", self.replica.node_id)
-
-    def _capture_slice(self) -> None:
-        """A slice of a snapshot's capture per loop iteration (:mod:`.snapshot_turns`);
-        the step after the last applies what committed meanwhile."""
-        if self._running and self._loop is not None and self.replica.snapshots.capture_slice():
-            self._loop.call_soon(self._capture_slice)
-            return
-        self._slicing = False
-        self.wake()
 
     def _publish_commit(self) -> None:
         """A leader's new commit index reaches the followers now unless a step is about to

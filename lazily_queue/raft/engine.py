@@ -191,8 +191,7 @@ class RaftEngine(EngineView, PatchedSyncObj):
             if leading is not None:  # the commands it gives go first in each term led
                 lead_first(self, lambda: [(b, translated(c)) for b, c in leading()])
             read_log_directly(self, journal)
-            wrap_application(self, self._clamp_commit, self._apply_batch,
-                             lambda: snapshots.capturing)
+            wrap_application(self, self._clamp_commit, self._apply_batch)
             if snapshots.stored:
                 self._SyncObj__loadDumpFile(clearJournal=False)
             put_log_changes_in_effect(self)

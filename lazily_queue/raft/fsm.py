@@ -20,11 +20,9 @@ class FSM(Protocol):
         The result goes to the proposer's waiter."""
 
     def capture(self, deferred: bool = False) -> Any:
-        """The whole state as plain values (the snapshot's ``state``) in lists and dicts
-        of its own, at least on the first three levels (the snapshot empties them once
-        encoded); the values in them are shared, never changed. With ``deferred`` (the
-        snapshot file's capture) parts may be :class:`~.snapshot_pieces.Later`: made
-        where the snapshot is encoded, from copies taken now."""
+        """The whole state as plain values (the snapshot's ``state``). With ``deferred``
+        (the snapshot file's capture) parts may be :class:`~.snapshot_pieces.Later`:
+        made where the snapshot is encoded, from copies taken now."""
 
     def prepare(self, doc: Any) -> Any:
         """The state a captured ``doc`` restores to, built apart for :meth:`install`;

@@ -1,7 +1,7 @@
 """SnapshotWriter: writes one snapshot file at a time, on a worker thread or on the
 caller's, and tells the caller (who polls) when that write has ended.
 
-What is written is bytes, or a job making them (capturing a state and encoding it),
+What is written is bytes, or a job making them (the encoding of a captured state),
 which runs just before the write, where the write runs; on the worker thread the job
 gets a :class:`LockYield` to call between short pieces of work. With
 :attr:`SnapshotWriter.background` (the driver's choice) the job and the write (file,

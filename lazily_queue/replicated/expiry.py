@@ -45,7 +45,6 @@ from ..core.queue import POP, QueuePopError
 from ..core.topic import TopicCore
 from ..core.work_masks import EXPIRED as WORK_EXPIRED
 from ..errors import shown
-from ..raft.snapshot_turns import paced
 from . import ops
 from .events import Expired, QueueChanged, TopicChanged, WorkQueueChanged
 from .family import Family, Section, checked_name
@@ -312,7 +311,7 @@ def _capture(sm: StateMachine) -> dict[str, Any] | None:
     if not sm.expiry:
         return None
     doc: dict[str, dict[str, Any]] = {}
-    for (kind, name), expiry in paced(sm.expiry.items()):
+    for (kind, name), expiry in sm.expiry.items():
         doc.setdefault(kind, {})[name] = expiry.to_list()
     return doc
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import shown
-from ..raft.snapshot_turns import paced
 from .ops import OpRefused
 
 if TYPE_CHECKING:
@@ -55,7 +54,7 @@ def stamps_section(name: str, kind: str,
     unknown (0)."""
 
     def capture(sm: StateMachine) -> dict[str, Any] | None:
-        return {obj: core.stamps() for obj, core in paced(cores(sm).items())} or None
+        return {obj: core.stamps() for obj, core in cores(sm).items()} or None
 
     def restore(sm: StateMachine, doc: Any) -> None:
         if doc is None:

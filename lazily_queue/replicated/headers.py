@@ -21,7 +21,6 @@ from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
 from ..core.queue import POP, UNPOP, QueuePopError
 from ..errors import InvalidHeaders, shown
-from ..raft.snapshot_turns import paced
 from . import expiry, ops, topics, work_headers
 from .dedup import applied_once
 from .events import QueueChanged
@@ -162,13 +161,12 @@ def _fresh(entries: list[list[Any]]) -> list[list[Any]]:
 
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
     doc: dict[str, Any] = {}
-    queues = {name: _fresh(table) for name, q in paced(sm.queues.items())
+    queues = {name: _fresh(table) for name, q in sm.queues.items()
               if q.holds_headers() and (table := q.headers_state())}
     if queues:
         doc["queues"] = queues
-    topics_ = {name: _fresh(entries) for name, table in paced(sm.topic_headers.items())
-               if (core := sm.topics.get(name)) is not None and table.owner is core
-               and (entries := table.entries(since=core.base_offset()))}
+    topics_ = {name: _fresh(offsets.entries()) for name in list(sm.topic_headers)
+               if (offsets := topic_headers(sm, name)) is not None and len(offsets)}
     if topics_:
         doc["topics"] = topics_
     works = {name: _fresh(entries) for name, entries in work_headers.capture(sm).items()}

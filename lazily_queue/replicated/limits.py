@@ -28,7 +28,6 @@ from ..core.limited_topic import LimitedTopic, check_topic_limits
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import REJECT, Limits
 from ..errors import shown
-from ..raft.snapshot_turns import paced
 from . import ops
 from .events import QueueDeclared
 from .family import Family, Section, checked_name
@@ -106,15 +105,15 @@ def declare_work(sm: StateMachine, args: list[Any]) -> Any:
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
     doc: dict[str, Any] = {}
     work = {name: [s.core.limits.doc(), dict(s.core.dropped)]
-            for name, s in paced(sm.work_queues.items()) if isinstance(s.core, LimitedWorkQueue)}
+            for name, s in sm.work_queues.items() if isinstance(s.core, LimitedWorkQueue)}
     if work:
         doc["work_queues"] = work
     queues = {name: [q.limits().doc(), dict(q.quota.dropped)]
-              for name, q in paced(sm.queues.items()) if isinstance(q, LimitedFifo)}
+              for name, q in sm.queues.items() if isinstance(q, LimitedFifo)}
     if queues:
         doc["queues"] = queues
     topics = {name: [t.limits().doc(), dict(t.quota.dropped), dict(t.gaps)]
-              for name, t in paced(sm.topics.items()) if isinstance(t, LimitedTopic)}
+              for name, t in sm.topics.items() if isinstance(t, LimitedTopic)}
     if topics:
         doc["topics"] = topics
     return doc or None

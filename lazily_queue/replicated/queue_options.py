@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.queue import DELAY
 from ..errors import shown
-from ..raft.snapshot_turns import paced
 from . import expiry, ops
 from .dedup import applied_once
 from .events import QueueChanged
@@ -85,7 +84,7 @@ def due(sm: StateMachine, now: int) -> list[str]:
 
 
 def _capture(sm: StateMachine) -> dict[str, Any] | None:
-    doc = {name: q.delayed_state() for name, q in paced(sm.queues.items()) if q.delayed_len()}
+    doc = {name: q.delayed_state() for name, q in sm.queues.items() if q.delayed_len()}
     return doc or None
 
 

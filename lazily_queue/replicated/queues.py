@@ -18,7 +18,6 @@ from ..core.fifo import Fifo
 from ..core.limited_fifo import LimitedFifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
 from ..errors import shown
-from ..raft.snapshot_turns import paced
 from . import expiry, ops
 from .events import QueueChanged, QueueDeclared
 from .family import Family, Section
@@ -224,7 +223,7 @@ def close(sm: StateMachine, args: list[Any]) -> Any:
 def _capture_ids(sm: StateMachine) -> dict[str, list[Any]] | None:
     if not sm.queues:
         return None
-    return {name: list(q.id_state()) for name, q in paced(sm.queues.items())}
+    return {name: list(q.id_state()) for name, q in sm.queues.items()}
 
 
 def _restore_ids(sm: StateMachine, doc: Any) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import shown
-from ..raft.snapshot_turns import paced
 from .client_sessions import CLIENT_SESSION_BASE
 from .results import result_size
 from .session_popped import BYTES, Pop, SessionPopped, elements
@@ -43,7 +42,7 @@ def capture(sm: StateMachine) -> list[Any] | None:
         return None
     sessions = sm.sessions
     doc: list[Any] = []
-    for sid, record in paced(by_session.items()):
+    for sid, record in by_session.items():
         session = sessions.get(sid)
         done = {} if session is None else session.done
         doc.append([sid, [[pop.seq, pop.name,

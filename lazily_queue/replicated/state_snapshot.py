@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.fifo import Fifo
-from ..raft.snapshot_turns import paced
 from . import session_popped_snapshot
 from .events import Restored
 from .family import Section
@@ -31,13 +30,12 @@ def capture(sm: StateMachine, sections: Iterable[Section], deferred: bool) -> di
         "format": SNAPSHOT_FORMAT,
         "now": sm.now,
         "queues": {
-            name: [q.capacity(), q.is_closed(), q.elements()]
-            for name, q in paced(sm.queues.items())
+            name: [q.capacity(), q.is_closed(), q.elements()] for name, q in sm.queues.items()
         },
         "addresses": dict(sm.addresses),
         "sessions": {
             str(sid): [s.floor, s.seen, done(list(s.done.items()))]
-            for sid, s in paced(sm.sessions.items())
+            for sid, s in sm.sessions.items()
         },
     }
     popped = session_popped_snapshot.capture(sm)

@@ -9,7 +9,6 @@ from ..core.limited_topic import LimitedTopic
 from ..core.topic import Durability, SubscribeOutcome, TopicCore, TopicTransition
 from ..core.topic_expiry import skip_expired
 from ..errors import LimitExceeded, OffsetOutOfRange, shown
-from ..raft.snapshot_turns import paced
 from . import expiry, groups, ops
 from .events import TopicChanged, TopicPublished
 from .family import Family, Handler, Section, checked_name, stamps_section
@@ -150,7 +149,7 @@ def restore(sm: StateMachine, args: list[Any]) -> Any:
 
 
 def _capture(sm: StateMachine) -> dict[str, Any]:
-    return {name: t.snapshot() for name, t in paced(sm.topics.items())}
+    return {name: t.snapshot() for name, t in sm.topics.items()}
 
 
 def _restore(sm: StateMachine, doc: Any) -> None:

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.headers import Headers, OffsetHeaders, checked_table
 from ..errors import shown
-from ..raft.snapshot_turns import paced
 from . import work_queues
 from .dedup import applied_once
 
@@ -23,14 +22,17 @@ def live_ids(sm: StateMachine, name: str) -> set[int]:
             | {d.item_id for d in core.dead_letters()} | {d.item_id for _, d in core.delayed()})
 
 
-def work_headers(sm: StateMachine, name: str) -> OffsetHeaders | None:
-    """The live header table of work queue ``name`` (``None`` when it has none)."""
+def work_headers(sm: StateMachine, name: str, *, prune: bool = False) -> OffsetHeaders | None:
+    """The live header table of work queue ``name`` (``None`` when it has none); with
+    ``prune``, without the entries of items that are gone."""
     table = sm.work_headers.get(name)
     if table is None:
         return None
     if table.owner is not sm.work_queues.get(name):  # deleted (maybe declared again)
         del sm.work_headers[name]
         return None
+    if prune:
+        table.keep_only(live_ids(sm, name))
     return table
 
 
@@ -57,11 +59,8 @@ def note(sm: StateMachine, name: str, item_id: int, headers: Headers) -> None:
 
 
 def capture(sm: StateMachine) -> dict[str, Any]:
-    """The headers of the items each work queue holds (read only: a snapshot's capture
-    runs in slices over the live tables)."""
-    return {name: entries for name, table in paced(sm.work_headers.items())
-            if table.owner is sm.work_queues.get(name)
-            and (entries := table.entries(live=live_ids(sm, name)))}
+    return {name: table.entries() for name in list(sm.work_headers)
+            if (table := work_headers(sm, name, prune=True)) is not None and len(table)}
 
 
 def restore(sm: StateMachine, doc: Any) -> None:

@@ -32,7 +32,6 @@ from ..core.work import (
 from ..core.work_items import DeadLetter, PendingItem, as_dicts
 from ..errors import InvalidSnapshot, LimitExceeded, shown
 from ..raft.snapshot_pieces import Later
-from ..raft.snapshot_turns import paced
 from . import expiry, ops
 from .events import WorkQueueChanged
 from .family import Family, Handler, Section, checked_name
@@ -296,7 +295,7 @@ def shared_from(sm: StateMachine, state: WorkState) -> int | None:
 def _capture(sm: StateMachine, records: Callable[[Sequence[Any]], Any] = as_dicts,
              receipts: Callable[[ReceiptTable], Any] = ReceiptTable.rows) -> dict[str, Any]:
     queues: dict[str, Any] = {}
-    for name, s in paced(sm.work_queues.items()):
+    for name, s in sm.work_queues.items():
         shared = shared_from(sm, s)
         doc: dict[str, Any] = {"core": s.core.snapshot(records, run=True, shared_from=shared),
                                "receipts": receipts(s.table)}
@@ -363,7 +362,7 @@ def _capture_stamps(sm: StateMachine) -> dict[str, Any] | None:
     """Each work queue's enqueue stamps; a group's last points, its topic's too while
     it holds its topic's log (:func:`shared_from`), are left to its topic's."""
     found: dict[str, Any] = {}
-    for name, s in paced(sm.work_queues.items()):
+    for name, s in sm.work_queues.items():
         topic = (sm.topics.get(s.group[0])
                  if s.group is not None and shared_from(sm, s) is not None else None)
         found[name] = s.core.stamps(None if topic is None else topic.stamp_index())

@@ -66,7 +66,6 @@ async def test_the_state_is_encoded_on_the_worker_as_it_was_when_taken(
     store.writer.background = True
     try:
         store.serialize(_anchors(3), 4)
-        await _until(lambda: not store.capture_slice())  # captured in the loop's turns
         await _until(lambda: bool(threads))
         state.append(4)  # the state machine goes on while the worker encodes
         assert store.checkSerializing() == (SERIALIZING, 4)
@@ -97,12 +96,10 @@ def test_without_a_worker_the_encoding_runs_on_the_callers_thread(
     store = _store(tmp_path / "snap", state)
     store.writer.delay_polls = 2
     store.serialize(_anchors(1), 2)
-    assert threads == []  # captured and encoded with its delayed write, at the last poll
-    assert store.capturing  # the engine applies nothing until then
+    assert threads == []  # encoded with its delayed write, at the last poll
+    state.append("b")
     assert store.checkSerializing() == (SERIALIZING, 2)
-    assert store.capturing
     assert store.checkSerializing() == (SUCCESS, 2)
-    assert not store.capturing
     assert threads == [threading.current_thread()] and pauses == [None]
     doc = store.read()
     assert doc is not None and doc["state"] == {"items": ["a"]}
@@ -115,14 +112,12 @@ async def test_a_snapshot_encoded_over_the_limit_fails_and_leaves_the_file(
     store.writer.background = True
     try:
         store.serialize(_anchors(1), 2)
-        await _until(lambda: not store.capture_slice())
         await _until(lambda: store.checkSerializing() != (SERIALIZING, 2))
         first = (tmp_path / "snap").read_bytes()
         state.append(b"y" * 8192)
         outcomes: list[Any] = []
         for index in (6, 8):  # each is tried, and fails
             store.serialize(_anchors(index - 1), index)
-            await _until(lambda: not store.capture_slice())
             await _until(lambda: outcomes.append(store.checkSerializing())  # type: ignore[func-returns-value]
                          or outcomes[-1][0] != SERIALIZING)
         assert outcomes[-1] == (FAILED, 8) and (FAILED, 6) in outcomes

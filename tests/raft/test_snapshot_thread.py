@@ -11,9 +11,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from lazily_queue.raft import snapshot as snapshot_module
 from lazily_queue.raft.disk import OsDisk
 from lazily_queue.raft.snapshot import (
     FAILED,
@@ -23,7 +20,6 @@ from lazily_queue.raft.snapshot import (
     SnapshotStore,
     decode_snapshot,
 )
-from lazily_queue.raft.snapshot_heap import release
 
 #: Guards against a deadlock only (a write on the loop's thread would wait for itself).
 GUARD = 20.0
@@ -81,7 +77,6 @@ async def test_the_loop_runs_while_a_snapshot_file_is_written(tmp_path: Path) ->
     task = asyncio.create_task(ticker())
     try:
         store.serialize(_anchors(7), 8)
-        await _until(lambda: not store.capture_slice())  # captured in the loop's turns
         await _until(disk.started.is_set)
         before = ticks
         await _until(lambda: ticks >= before + 20)  # the loop turns while the write waits
@@ -122,8 +117,6 @@ def test_a_leaders_snapshot_waits_for_ours_and_lands_last(tmp_path: Path) -> Non
     ours = _store(disk, path, ["old"])
     ours.writer.background = True
     ours.serialize(_anchors(3), 4)
-    while ours.capture_slice():
-        pass
     assert disk.started.wait(GUARD)
     leader_store = _store(OsDisk(sync=False), tmp_path / "leader.cbor", ["new"])
     leader_store.serialize(_anchors(9), 10)
@@ -193,9 +186,9 @@ async def test_a_node_writes_its_snapshots_off_the_loop() -> None:
 
 
 def test_no_garbage_collection_runs_while_the_state_is_captured(tmp_path: Path) -> None:
-    """The capture runs with the cyclic collector paused (it builds a container per
-    object, and each collection would traverse them), and a capture that raises leaves
-    it running again."""
+    """The capture runs on the event loop with the cyclic collector paused (it builds a
+    container per object, and each collection would traverse them), and a capture that
+    raises leaves it running again."""
     enabled: list[bool] = []
 
     def capture() -> dict[str, Any]:
@@ -215,42 +208,3 @@ def test_no_garbage_collection_runs_while_the_state_is_captured(tmp_path: Path) 
     assert enabled == [False, False]
     assert gc.isenabled()
     store.close()
-
-
-def test_the_collector_stays_paused_until_the_captured_state_is_encoded(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first collections after the capture would traverse all it built, each holding
-    the interpreter lock: the collector resumes once the encoding released it."""
-    enabled: list[bool] = []
-    encode = snapshot_module.encode_snapshot
-
-    def recorded(doc: dict[str, Any], pause: Any = None) -> bytes:
-        enabled.append(gc.isenabled())
-        return encode(doc, pause)
-
-    monkeypatch.setattr(snapshot_module, "encode_snapshot", recorded)
-    store = _store(OsDisk(sync=False), tmp_path / "snapshot.cbor", [1, 2])
-    store.writer.background = True
-    store.serialize(_anchors(1), 2)
-    store.wait()
-    assert store.checkSerializing() == (SUCCESS, 2)
-    assert enabled == [False] and gc.isenabled()
-    store.close()
-
-
-def test_a_captured_state_is_freed_in_pieces_once_encoded() -> None:
-    """Freed whole, a large state holds the interpreter lock at once: its containers on
-    the first three levels are emptied an item at a time, the pause run between them;
-    what they hold (the values) is left as it is."""
-    value = {"shared": ["with", "the", "state"]}
-    state = {"queues": {f"q{i}": [None, False, [value]] for i in range(5)}, "now": 3}
-    sections, queues = dict(state), state["queues"]
-    pauses = 0
-
-    def pause() -> None:
-        nonlocal pauses
-        pauses += 1
-
-    release(state, pause)
-    assert state == {} and queues == {} and pauses == 2 + 5 + 5 * 3
-    assert value == {"shared": ["with", "the", "state"]} and sections["now"] == 3
