@@ -35,10 +35,11 @@ def _claim(ctx: Context, loop: asyncio.AbstractEventLoop) -> None:
 def _on_loop(loop: asyncio.AbstractEventLoop, thread: int, wake: Callable[..., object],
              *args: Any) -> None:
     """Call ``wake(*args)`` on ``loop``, which runs in ``thread``: at once when this
-    runs there, else through ``call_soon_threadsafe`` (a closed loop has no waiter left
-    to wake)."""
+    runs there, else through ``call_soon_threadsafe``; a closed loop's waiter is dropped
+    (nothing is left to wake, and a later loop of the same thread may be the writer)."""
     if get_ident() == thread:
-        wake(*args)
+        if not loop.is_closed():
+            wake(*args)
         return
     try:
         loop.call_soon_threadsafe(wake, *args)

@@ -180,3 +180,15 @@ async def test_the_sync_core_called_from_another_thread_wakes_a_waiter(family: s
     assert errors == []
     got = await asyncio.wait_for(waiter, 60)  # a bound on a failure, not a timing
     assert getattr(got, "value", got) == "x"
+
+
+def test_a_waiter_left_on_a_closed_loop_is_dropped() -> None:
+    """A pop left waiting when its loop closed is not woken by a push of a later loop
+    of the same thread, which applies and returns."""
+    q: QueueCell[int] = QueueCell(name="orders", context=Context())
+    first_loop = asyncio.new_event_loop()
+    waiter = first_loop.create_task(q.pop())
+    first_loop.run_until_complete(asyncio.sleep(0))  # the pop waits
+    first_loop.close()
+    asyncio.run(q.push(1))
+    assert len(q) == 1 and not waiter.done()
