@@ -183,6 +183,7 @@ class QueueMessages(LoopOwned, Generic[T]):
         last_headers: list[list[Any]] = []
 
         async def take(n: int) -> list[R]:
+            self._own()  # the loop iterating, which need not be the one that made it
             values, runs, headers = await self._pop_stamped(n)
             last[:] = runs
             last_headers[:] = headers

@@ -192,3 +192,14 @@ def test_a_waiter_left_on_a_closed_loop_is_dropped() -> None:
     first_loop.close()
     asyncio.run(q.push(1))
     assert len(q) == 1 and not waiter.done()
+
+
+async def test_an_iterator_iterated_on_another_loop_is_refused() -> None:
+    """``items()``, ``aiter(q)`` and ``messages()`` made on the loop holding the cell
+    and iterated on another loop raise ``ThreadSafetyError`` and pop nothing."""
+    q: QueueCell[int] = QueueCell(name="orders", context=Context())
+    await q.push(1)
+    for made in (q.items(), aiter(q), q.messages()):
+        raised = await asyncio.to_thread(on_another_loop, lambda made=made: first(made))
+        assert isinstance(raised, ThreadSafetyError), raised
+        assert len(q) == 1
