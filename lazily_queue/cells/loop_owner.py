@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import threading
 from asyncio import _get_running_loop
+from collections.abc import Callable, Iterable
 from threading import get_ident
 
 from ..errors import ThreadSafetyError
 from ..reactive import Context
+from ..reactive.context import claim_loops
 
 
 class LoopOwned:
@@ -27,23 +29,57 @@ class LoopOwned:
 
     def _own(self) -> None:
         """Raise :class:`ThreadSafetyError` unless this call's event loop may use the
-        cell (module docstring); the first loop to ask takes it. The thread is compared
-        first: reading the running loop costs a system call (``getpid``) on Python 3.11."""
-        if get_ident() != self.ctx.thread:
-            running = _get_running_loop()
-            if not self.ctx.claim_loop(running):
-                raise other_loop(self, running)
+        cell (module docstring); the first loop to ask takes it. The thread and the
+        holder's state are compared first: reading the running loop costs a system call
+        (``getpid``) on Python 3.11."""
+        ctx = self.ctx
+        loop = ctx.loop
+        if get_ident() != ctx.thread or loop is None or not loop.is_running():
+            own((self,))
 
 
-def other_loop(cell: LoopOwned, running: asyncio.AbstractEventLoop | None) -> ThreadSafetyError:
-    """The error of ``cell`` awaited on ``running`` while another loop holds it."""
+def own(cells: Iterable[LoopOwned]) -> None:
+    """Let this call's event loop use every one of ``cells``, or raise
+    :class:`ThreadSafetyError` having taken none: a node's or client's cell called off
+    its loop (that check first), or a cell whose context another running loop holds."""
+    running = _get_running_loop()
+    claims: dict[Context, str] = {}
+    owners: dict[Context, LoopOwned] = {}
+    for cell in cells:
+        by = _home(cell)
+        owners.setdefault(cell.ctx, cell)
+        claims.setdefault(cell.ctx, by)
+    refused = claim_loops(claims, running)
+    if refused is not None:
+        raise other_loop(owners[refused], running, claims[refused])
+
+
+def _home(cell: LoopOwned) -> str:
+    """What runs ``cell`` on a loop of its own, a node or a client (its check that this
+    call runs there raises), or ``""`` for a local cell."""
+    check: Callable[[], str] | None = getattr(
+        getattr(cell, "_storage", None), "check_loop", None)
+    return "" if check is None else check()
+
+
+def other_loop(cell: LoopOwned, running: asyncio.AbstractEventLoop | None,
+               by: str = "") -> ThreadSafetyError:
+    """The error of ``cell`` (of ``by``, its node or client, or a local one: ``""``)
+    awaited on ``running`` while another loop holds it."""
     ctx = cell.ctx
     here = threading.current_thread().name
+    holder = f" (the loop of {ctx.loop_by})" if ctx.loop_by else ""
+    shared = ""
+    if ctx.loop_by or by:
+        shared = (f"; {by or ctx.loop_by} takes the default reactive context of the "
+                  "thread that made it, which the local cells made there without "
+                  "`context=` share (give the node or those cells `context=Context()`)")
     return ThreadSafetyError(
         f"{type(cell).__name__} {cell.name!r} runs on another event loop than this call's: "
-        f"on {ctx.loop!r} in thread {ctx.loop_thread!r}, the loop that first awaited a "
-        f"cell of its reactive context {ctx.name!r} and is still running, while this call "
-        f"runs in thread {here!r}. Cells are not thread-safe: await them on that loop "
+        f"on {ctx.loop!r} in thread {ctx.loop_thread!r}{holder}, the loop that first "
+        f"awaited a cell of its reactive context {ctx.name!r} and is still running, while "
+        f"this call runs in thread {here!r}{shared}. Cells are not thread-safe: await them "
+        "on that loop "
         "(from another thread, `asyncio.run_coroutine_threadsafe(coro, loop)`, "
         "`loop.call_soon_threadsafe`, or a blocking handle made there with "
         "`cell.threadsafe()`), run every cell on one loop, or give each loop cells of "
@@ -51,4 +87,4 @@ def other_loop(cell: LoopOwned, running: asyncio.AbstractEventLoop | None) -> Th
         "or applied")
 
 
-__all__ = ["LoopOwned", "other_loop"]
+__all__ = ["LoopOwned", "other_loop", "own"]

@@ -130,6 +130,14 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         """False before the client starts and once it closed."""
         return self.open
 
+    def check_loop(self) -> None:
+        """Raise ``ThreadSafetyError`` unless called on the loop the client runs on."""
+        check_loop(self.loop, "the client")
+
+    def owner(self) -> str:
+        """The client, as errors name it."""
+        return "the client"
+
     def unreachable(self) -> Exception | None:
         """While the open client is linked to no member: the error naming each address's
         failure (``Unreachable``), which a wait reaching its deadline raises then;
@@ -216,7 +224,7 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         """
         if not self.open:
             raise P.ClientClosed("the client is not started; use `async with client:`")
-        check_loop(self.loop, "the client")
+        self.check_loop()
         self.check_registrable(code)
         if encoded is None:
             encoded = encode_args(code, args)
@@ -245,7 +253,7 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         is abandoned, or with ``on_orphan`` awaited on its behalf. ``timeout`` counts from
         the call: an op still waiting for a slot at its deadline fails unsent
         (:meth:`_slot_timeout`)."""
-        check_loop(self.loop, "the client")
+        self.check_loop()
         window = self._window
         if window.ready:
             window.free -= 1  # Budget.take without a suspension

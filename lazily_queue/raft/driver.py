@@ -158,7 +158,11 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
 
     def check_loop(self) -> None:
         """Raise :class:`ThreadSafetyError` unless called on the loop the node runs on."""
-        check_loop(self._loop, lambda: f"node {self.replica.node_id}")
+        check_loop(self._loop, self.owner)
+
+    def owner(self) -> str:
+        """The node, as errors name it."""
+        return f"node {self.replica.node_id}"
 
     def propose(
         self,

@@ -53,6 +53,7 @@ class Context:
         "_write_epoch",
         "flush_budget",
         "loop",
+        "loop_by",
         "loop_thread",
         "name",
         "thread",
@@ -79,30 +80,23 @@ class Context:
         self._write_epoch = 0
         self._errors: list[Exception] = []
         #: The event loop whose awaits use this context (see :meth:`claim_loop`), and
-        #: the id and name of the thread it ran in when it took the context (0, "").
+        #: the id and name of the thread it ran in when it took the context (0, ""), and
+        #: what took it for that loop (``claim_loop``'s ``by``).
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = 0
         self.loop_thread = ""
+        self.loop_by = ""
 
     def __repr__(self) -> str:
         return f"Context({self.name!r}, depth={self._batch_depth}, pending={len(self._pending)})"
 
-    def claim_loop(self, running: asyncio.AbstractEventLoop | None) -> bool:
+    def claim_loop(self, running: asyncio.AbstractEventLoop | None, by: str = "") -> bool:
         """Let ``running`` (the caller's event loop) use this context: ``True``, and
-        ``running`` holds it from now on, unless another loop holds it and is running
-        (``False``, nothing changed). A loop holds the context until it stops, so
-        loops may take turns (one ``asyncio.run`` after another) but never overlap."""
-        with _claim_lock:
-            owner = self.loop
-            if owner is running:
-                return True
-            if owner is not None and owner.is_running():
-                return False
-            if running is not None:
-                self.loop = running
-                self.thread = threading.get_ident()
-                self.loop_thread = threading.current_thread().name
-            return True
+        ``running`` holds it from now on (taken by ``by``, said in errors), unless another
+        loop holds it and is running (``False``, nothing changed). A loop holds the
+        context until it stops, so loops may take turns (one ``asyncio.run`` after
+        another) but never overlap."""
+        return claim_loops({self: by}, running) is None
 
     # -- batching -------------------------------------------------------------------------
 
@@ -217,6 +211,25 @@ class Context:
 
 
 _local = threading.local()
+
+
+def claim_loops(claims: dict[Context, str], running: asyncio.AbstractEventLoop | None,
+                ) -> Context | None:
+    """:meth:`Context.claim_loop` for each context of ``claims`` (mapped to its ``by``),
+    all or none: the first context another running loop holds (nothing changed), else
+    ``None`` and ``running`` holds them all."""
+    with _claim_lock:
+        for ctx in claims:
+            owner = ctx.loop
+            if owner is not running and owner is not None and owner.is_running():
+                return ctx
+        if running is not None:
+            thread, name = threading.get_ident(), threading.current_thread().name
+            for ctx, by in claims.items():
+                if ctx.loop is not running:
+                    ctx.loop, ctx.thread, ctx.loop_thread, ctx.loop_by = (
+                        running, thread, name, by)
+        return None
 
 
 def default_context() -> Context:

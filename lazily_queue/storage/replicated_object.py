@@ -43,6 +43,15 @@ class Proposer(Protocol):
         away (cancelled, timed out) while it may still apply."""
         ...
 
+    def check_loop(self) -> None:
+        """Raise ``ThreadSafetyError`` unless called on the event loop the node or
+        client runs on."""
+        ...
+
+    def owner(self) -> str:
+        """The node or client, as errors name it (``node 1``, ``the client``)."""
+        ...
+
     def encode(self, code: int, args: list[Any]) -> bytes:
         """The op as :meth:`call_many` takes it; raises what proposing it would
         (``UnsupportedValue``, ``MessageTooLarge``), proposes nothing."""
@@ -106,6 +115,12 @@ class ReplicatedObject:
         encode = self._driver.encode
         for value in values:
             encode(code, args(value))
+
+    def check_loop(self) -> str:
+        """Raise ``ThreadSafetyError`` unless called on the event loop of the node or
+        client this object belongs to; return which one it is."""
+        self._driver.check_loop()
+        return self._driver.owner()
 
     def rebind(self, driver: Proposer, view: ReadView) -> None:
         """Follow the node to a restarted driver and state (the cell and readers stay)."""

@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Coroutine, Hashable, Sequence
 from typing import Any
 
+from ..cells.loop_owner import own
 from ..cells.queue import QueueCell
 from ..cells.topic import TopicCell
 from ..cells.work_queue import WorkQueueCell
@@ -106,8 +107,7 @@ class LocalBackend:
         return plans
 
     async def commit(self, ops: Sequence[TxOp]) -> None:
-        for op in ops:  # another running loop holds a cell: ThreadSafetyError, nothing applied
-            op.cell._own()
+        own(op.cell for op in ops)  # another running loop holds one: nothing applied or taken
         plans = self._check(ops)
         if isinstance(plans, tuple):
             index, code, message = plans

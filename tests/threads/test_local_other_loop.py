@@ -109,6 +109,7 @@ async def test_a_local_transaction_committed_on_another_loop_is_refused() -> Non
             tx.publish(news, "a")  # a cell of a context no loop holds goes first
             tx.push(q, 2)
     await refused_elsewhere({"transaction": commit}, lambda: (len(q), news.snapshot()))
+    assert news.ctx.loop is None  # the refused loop took no context either
 
 
 async def test_the_reactive_waits_on_another_loop_are_refused() -> None:
@@ -180,6 +181,20 @@ async def test_the_sync_core_called_from_another_thread_wakes_a_waiter(family: s
     assert errors == []
     got = await asyncio.wait_for(waiter, 60)  # a bound on a failure, not a timing
     assert getattr(got, "value", got) == "x"
+
+
+def test_a_second_run_in_a_thread_takes_its_cells_back() -> None:
+    """After a thread's first ``asyncio.run`` ended, its second holds the cells it
+    awaits: a loop of another thread is refused while it runs."""
+    q: QueueCell[int] = QueueCell(name="orders", context=Context())
+    asyncio.run(q.push(1))  # this thread's first loop takes the cell, then stops
+
+    async def second() -> BaseException | None:
+        await q.push(2)
+        return await asyncio.to_thread(on_another_loop, lambda: q.push(3))
+    raised = asyncio.run(second())
+    assert isinstance(raised, ThreadSafetyError), raised
+    assert len(q) == 2
 
 
 def test_a_waiter_left_on_a_closed_loop_is_dropped() -> None:

@@ -57,3 +57,23 @@ async def test_a_client_cell_on_another_loop_is_refused() -> None:
         orders: QueueCell[int] = client.queue("orders")
         await orders.push(1)
         await assert_refused_elsewhere(orders)
+
+
+async def test_a_refused_call_takes_no_cell_of_the_node() -> None:
+    """A node's cell called from another loop before its own loop awaited any leaves the
+    node's reactive context to the node's loop; a local cell of that context refused
+    there names the node and the shared context."""
+    async with testing.cluster(3) as c:
+        orders: QueueCell[int] = (await c.followers())[0].queue("orders")
+        held = orders.ctx.loop
+        raised = await asyncio.to_thread(on_another_loop, lambda: orders.push(1))
+        assert isinstance(raised, ThreadSafetyError), raised
+        assert re.match(r"node \d runs on another event loop", str(raised)), raised
+        assert orders.ctx.loop is held
+        await orders.push(2)  # the node's loop takes its context
+        local: QueueCell[int] = QueueCell(name="local", context=orders.ctx)
+        raised = await asyncio.to_thread(on_another_loop, lambda: local.push(3))
+        assert isinstance(raised, ThreadSafetyError), raised
+        assert re.search(r"\(the loop of node \d\).*node \d takes the default reactive "
+                         r"context of the thread that made it", str(raised)), raised
+        assert [await orders.pop(timeout=5)] == [2] and local.len() == 0
