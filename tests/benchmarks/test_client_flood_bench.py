@@ -419,17 +419,19 @@ def test_a_traced_push_is_cut_into_stages_by_the_first_follower_to_acknowledge()
     def e(kind: str, t: float, **fields: Any) -> dict[str, Any]:
         return {"e": kind, "t": t, **fields}
 
-    leader = [e("read", 1.001), e("append", 1.002, idx=7, ahead_flood=256),
+    leader = [e("rx", 1.0005), e("read", 1.001), e("append", 1.002, idx=7, ahead_flood=256),
               e("ack", 1.010, idx=7, peer="3"), e("ack", 1.012, idx=7, peer="2"),
-              e("apply0", 1.011), e("applied", 1.0115), e("write", 1.012),
-              e("read", 2.001)]  # the next push: never appended
+              e("apply0", 1.011), e("applied", 1.0115), e("answer", 1.0118),
+              e("write", 1.012),
+              e("rx", 2.0005), e("read", 2.001)]  # the next push: never appended
     followers = [[e("f_append", 1.004, idx=7), e("f_ack", 1.011, idx=7)],
                  [e("f_append", 1.005, idx=7), e("f_ack", 1.009, idx=7)]]
     rows = client_flood_trace.stages([(1.0, 1.013), (2.0, 2.010)], leader, followers)
     assert len(rows) == 1  # the second push has no append: left out
     row = rows[0]
     assert row["ahead_flood"] == 256
-    expected = {"total": 13, "c>read": 1, "read>append": 1, "append>f_app": 3,
-                "f_app>f_ack": 4, "f_ack>ack": 1, "ack>apply0": 1, "apply0>applied": 0.5,
-                "applied>write": 0.5, "write>client": 1}
+    expected = {"total": 13, "c>rx": 0.5, "rx>read": 0.5, "read>append": 1,
+                "append>f_app": 3, "f_app>f_ack": 4, "f_ack>ack": 1, "ack>apply0": 1,
+                "apply0>applied": 0.5, "applied>answer": 0.3, "answer>write": 0.2,
+                "write>client": 1}
     assert {key: round(row[key], 3) for key in expected} == expected
