@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -79,28 +78,21 @@ def add_admin_routes(app: web.Application, token: str | None, *, prefix: str = "
     ]
     for method, path, handler in routes:
         app.router.add_route(method, api + path, _guarded(handler))
-    shapes = [(method, _shape(api + path)) for method, path, _ in routes]
-    app.router.add_route("*", api + "/{tail:.*}", _guarded(_no_route(shapes)))
+    app.router.add_route("*", api + "/{tail:.*}", _guarded(_no_route))
 
 
-def _shape(path: str) -> re.Pattern[str]:
-    """The paths a route's template (``/x/{name}/y``) serves."""
-    return re.compile("".join(
-        "[^/]+" if part.startswith("{") else re.escape(part)
-        for part in re.split(r"(\{[^}/]+\})", path)) + "$")
-
-
-def _no_route(shapes: list[tuple[str, re.Pattern[str]]]) -> Handler:
-    async def answer(request: web.Request) -> Any:
-        allowed = sorted({method for method, shape in shapes if shape.match(request.path)})
-        if allowed:
-            raise AdminError("method_not_allowed",
-                             f"{request.path} is served to {' and '.join(allowed)} only, "
-                             f"not {request.method}", 405, allow=allowed)
-        raise AdminError("not_found", f"no admin API route {request.method} {request.path} "
-                         "(lazily_queue.integrations.aiohttp_admin lists them)", 404)
-
-    return answer
+async def _no_route(request: web.Request) -> Any:
+    allowed: set[str] = set()
+    for resource in request.app.router.resources():  # the routes serving this path
+        match, methods = await resource.resolve(request)
+        if match is None:
+            allowed |= methods
+    if allowed:
+        raise AdminError("method_not_allowed",
+                         f"{request.path} is served to {' and '.join(sorted(allowed))} only, "
+                         f"not {request.method}", 405, allow=sorted(allowed))
+    raise AdminError("not_found", f"no admin API route {request.method} {request.path} "
+                     "(lazily_queue.integrations.aiohttp_admin lists them)", 404)
 
 
 def _origin(request: web.Request) -> str:
