@@ -7,9 +7,11 @@ journal's metadata and written back there as they change: a restarted node keeps
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from lazily_transports import DEFAULT_CLIENT_MAX_FRAME_SIZE
+from lazily_transports import DEFAULT_CLIENT_MAX_FRAME_SIZE, AddressError, scheme_of
 
 from .errors import InvalidConfiguration
 from .links import LinkSettings
@@ -19,6 +21,27 @@ from .raft.network import RaftNetwork
 
 if TYPE_CHECKING:
     from .node import Node
+
+log = logging.getLogger(__name__)
+
+#: A cluster secret shorter than this (bytes) on a network address is warned about.
+SHORT_SECRET = 16
+#: Schemes whose listeners only processes of this host can reach.
+LOCAL_SCHEMES = frozenset({"unix", "memory"})
+
+
+def weak_secret(secret: bytes | None, addresses: Iterable[str]) -> bool:
+    """Whether ``secret`` is short enough to guess while one of ``addresses`` is
+    reachable over a network (nothing limits a stranger's online guesses)."""
+    if secret is None or len(secret) >= SHORT_SECRET:
+        return False
+    for address in addresses:
+        try:
+            if scheme_of(address) not in LOCAL_SCHEMES:
+                return True
+        except AddressError:
+            continue
+    return False
 
 
 def mesh_network(node: Node, *, secret: bytes | None, allow_unauthenticated: bool,
@@ -35,6 +58,12 @@ def mesh_network(node: Node, *, secret: bytes | None, allow_unauthenticated: boo
         )
     meta = journal.meta if journal is not None else {}
     clients = node.clients
+    if weak_secret(secret, [node.listen, *node.peers.values()]):
+        log.warning(
+            "node %s: the cluster secret has %d bytes and members link over a network: "
+            "whoever reaches a member's address can try guesses of it, and nothing limits "
+            "how many; use at least %d random bytes (openssl rand -hex 32)",
+            node.node_id, len(secret or b""), SHORT_SECRET)
     return MeshNetwork(
         node.node_id,
         listen=node.listen,
