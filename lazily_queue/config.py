@@ -49,6 +49,8 @@
     name = "web"
     token_env = "ORDERS_WEB_TOKEN"      # its token, from this variable ...
     # token_file = "web.token"          # ... or this file: exactly one of the two
+    # previous_token_env = "ORDERS_WEB_TOKEN_OLD"  # while replacing the token: the old
+                                        # one, accepted too (or `previous_token_file`)
     produce = ["jobs", "orders.*"]      # name patterns it may push to / publish on
     consume = ["jobs"]                  # ... pop, claim, ack, subscribe
     admin = []                          # ... everything, reaping and redriving too

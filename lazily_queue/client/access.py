@@ -169,8 +169,9 @@ class ClientGrant:
     must match. The certificate must also be valid (not expired) and signed by the CA
     the member verifies clients against.
 
-    ``max_links`` caps the links it may hold open to one member at once
-    (:mod:`.link_caps`)."""
+    ``previous_token``, beside ``token``, is accepted as well while the clients move
+    from it to ``token``. ``max_links`` caps the links it may hold open to one member at
+    once (:mod:`.link_caps`)."""
 
     name: str
     token: bytes | None = None
@@ -181,6 +182,7 @@ class ClientGrant:
     certificate_fingerprints: Sequence[str] = ()
     certificate_alt_names: Sequence[str] = ()
     max_links: int = DEFAULT_MAX_LINKS_PER_CLIENT
+    previous_token: bytes | None = None
     _matchers: dict[str, re.Pattern[str] | None] = field(init=False, compare=False)
     _subject: tuple[tuple[str, str], ...] | None = field(init=False, compare=False)
     _alt_names: frozenset[tuple[str, str]] = field(init=False, compare=False)
@@ -191,7 +193,8 @@ class ClientGrant:
                      admin: Sequence[str] = (), certificate_subject: str | None = None,
                      certificate_fingerprints: Sequence[str] = (),
                      certificate_alt_names: Sequence[str] = (),
-                     max_links: int = DEFAULT_MAX_LINKS_PER_CLIENT) -> None: ...
+                     max_links: int = DEFAULT_MAX_LINKS_PER_CLIENT,
+                     previous_token: bytes | str | None = None) -> None: ...
 
     def __post_init__(self) -> None:
         what = f"client {self.name!r}"
@@ -210,6 +213,16 @@ class ClientGrant:
         if self.token is not None:
             Credentials(self.name, self.token)  # the same rules for name and token
             object.__setattr__(self, "token", _token_bytes(self.token, what))
+            if self.previous_token is not None:
+                previous = _token_bytes(self.previous_token, f"{what} previous_token")
+                if previous == self.token:
+                    raise InvalidConfiguration(
+                        f"{what}: previous_token is its token; give the token being "
+                        "replaced, or none")
+                object.__setattr__(self, "previous_token", previous)
+        elif self.previous_token is not None:
+            raise InvalidConfiguration(
+                f"{what}: previous_token goes with a token, not a certificate")
         else:
             Credentials(self.name, b"-" * 8)  # the same rule for the name
         object.__setattr__(self, "_subject", None if self.certificate_subject is None
@@ -227,10 +240,11 @@ class ClientGrant:
         object.__setattr__(self, "_matchers", matchers)
 
     def __repr__(self) -> str:
-        how = "token=..." if self.token is not None else (
+        how = ("token=..." + (", previous_token=..." if self.previous_token else "")
+               if self.token is not None else (
             f"certificate_subject={self.certificate_subject!r}, "
             f"certificate_alt_names={list(self.certificate_alt_names)}, "
-            f"certificate_fingerprints={list(self.certificate_fingerprints)}")
+            f"certificate_fingerprints={list(self.certificate_fingerprints)}"))
         return (f"ClientGrant({self.name!r}, {how}, produce={list(self.produce)}, "
                 f"consume={list(self.consume)}, admin={list(self.admin)})")
 
@@ -365,13 +379,18 @@ class ClientAccess:
         grant = self.grants.get(name)
         return None if grant is None else grant.token
 
-    def credential(self, name: str) -> bytes | CertificateCheck | None:
-        """How client ``name`` proves its name: its token, or the check of its TLS
-        certificate (``None`` for an unknown client)."""
+    def credential(self, name: str) -> bytes | tuple[bytes, ...] | CertificateCheck | None:
+        """How client ``name`` proves its name: its token (with its previous one, either
+        of the two), or the check of its TLS certificate (``None`` for an unknown
+        client)."""
         grant = self.grants.get(name)
         if grant is None:
             return None
-        return grant.token if grant.token is not None else grant.check_certificate
+        if grant.token is None:
+            return grant.check_certificate
+        if grant.previous_token is None:
+            return grant.token
+        return grant.token, grant.previous_token
 
     def __repr__(self) -> str:
         return f"ClientAccess({sorted(self.grants)}, listen={self.listen!r})"

@@ -6,6 +6,8 @@
     name = "web"
     token_env = "ORDERS_WEB_TOKEN"      # its token, from this variable ...
     # token_file = "web.token"          # ... or this file: exactly one of the two
+    # previous_token_env = "ORDERS_WEB_TOKEN_OLD"  # while replacing it: the token being
+    # previous_token_file = "web.token.old"        # replaced, accepted too (at most one)
     produce = ["jobs", "orders.*"]      # name patterns (see lazily_queue.client.access)
     consume = ["jobs"]
     admin = []
@@ -48,7 +50,8 @@ from .proposal_window import DEFAULT_COMMIT_TARGET, check_commit_target
 if TYPE_CHECKING:
     from .access import ClientAccess
 
-CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "certificate_subject",
+CLIENT_KEYS = frozenset({"name", "token_env", "token_file", "previous_token_env",
+                         "previous_token_file", "certificate_subject",
                          "certificate_fingerprints", "certificate_alt_names", "produce",
                          "consume", "admin", "max_links"})
 
@@ -70,6 +73,8 @@ class ClientConfig:
     certificate_fingerprints: tuple[str, ...] = ()
     certificate_alt_names: tuple[str, ...] = ()
     max_links: int = DEFAULT_MAX_LINKS_PER_CLIENT
+    previous_token_env: str | None = None
+    previous_token_file: Path | None = None
 
     @property
     def by_certificate(self) -> bool:
@@ -123,6 +128,15 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
                        "proves its name with (`certificate_subject`, `certificate_alt_names` "
                        "and/or `certificate_fingerprints`); tokens are never written in the "
                        "configuration")
+        previous_env = table.get("previous_token_env")
+        previous_file = table.get("previous_token_file")
+        if previous_env is not None and previous_file is not None:
+            raise fail(f"{where}: give at most one of `previous_token_env` and "
+                       "`previous_token_file` (the token being replaced)")
+        if (previous_env is not None or previous_file is not None) and (
+                token_env is None and token_file is None):
+            raise fail(f"{where}: `previous_token_env` / `previous_token_file` go with a "
+                       "token (`token_env` or `token_file`), not a certificate")
         lists: dict[str, tuple[str, ...]] = {}
         for key in ("produce", "consume", "admin"):
             value = table.get(key, [])
@@ -139,6 +153,10 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
             certificate_fingerprints=tuple(fingerprints),
             certificate_alt_names=tuple(alt_names),
             max_links=table.get("max_links", DEFAULT_MAX_LINKS_PER_CLIENT),
+            previous_token_env=None if previous_env is None else _string(
+                previous_env, fail, "previous_token_env"),
+            previous_token_file=None if previous_file is None else base / _string(
+                previous_file, fail, "previous_token_file"),
             **lists,
         )
         try:  # the subject and fingerprints are checked now, not when the node starts
@@ -148,14 +166,14 @@ def parse_clients(raw: Any, base: Path, fail: Fail) -> tuple[ClientConfig, ...]:
     return tuple(found.values())
 
 
-def _grant(client: ClientConfig, token: bytes | None) -> Any:
+def _grant(client: ClientConfig, token: bytes | None, previous: bytes | None = None) -> Any:
     from .access import ClientGrant
 
     return ClientGrant(client.name, token, produce=client.produce, consume=client.consume,
                        admin=client.admin, certificate_subject=client.certificate_subject,
                        certificate_fingerprints=client.certificate_fingerprints,
                        certificate_alt_names=client.certificate_alt_names,
-                       max_links=client.max_links)
+                       max_links=client.max_links, previous_token=previous)
 
 
 def parse_clients_ca(raw: Any, base: Path, clients: tuple[ClientConfig, ...],
@@ -269,7 +287,12 @@ def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | N
             token = (None if client.by_certificate
                      else token_from_env(client.token_env, what) if client.token_env
                      else token_from_file(client.token_file or "", what))
-            grants.append(_grant(client, token))
+            before = f"{what} previous token"
+            previous = (token_from_env(client.previous_token_env, before)
+                        if client.previous_token_env
+                        else token_from_file(client.previous_token_file, before)
+                        if client.previous_token_file else None)
+            grants.append(_grant(client, token, previous))
         except InvalidConfiguration as exc:
             raise ConfigError(str(exc)) from None
     ssl_context = None

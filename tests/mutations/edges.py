@@ -7,7 +7,8 @@ from .mutation import HOSTILE, PAGE_SUBS, SUBDEL_ADMIN, Mutation
 MUTATIONS = [
     Mutation(
         "hmac", "transports/lazily_transports/_core/_authentication.py",
-        "not hmac.compare_digest(proof, expected)", "False",
+        "if hmac.compare_digest(proof, _proof(key,",
+        "if True or hmac.compare_digest(proof, _proof(key,",
         ("tests/transports/test_authentication.py", "tests/raft/test_mesh_node.py"),
         "a peer without the cluster secret is refused"),
     Mutation(

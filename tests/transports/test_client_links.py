@@ -109,3 +109,29 @@ async def test_a_mesh_hands_clients_to_its_client_handler_never_to_a_peer_link()
             assert mesh.counters(1).frames_received == 0
         finally:
             await stream.aclose()
+
+
+async def test_a_client_proves_either_of_two_tokens_while_one_replaces_the_other() -> None:
+    linked: list[str | None] = []
+
+    async def handler(stream: LinkStream) -> None:
+        linked.append(stream.extra(LinkAttribute.credential))
+        await stream.send(b"hello client")
+        await anyio.sleep_forever()
+
+    new, old = b"the-new-token-of-web", TOKENS["web"]
+
+    def lookup(name: str) -> tuple[bytes, ...] | None:
+        return (new, old) if name == "web" else None
+
+    async with listen(unique_memory_address(), make_config(2), handler,
+                      credentials=lookup) as listener:
+        for token in (new, old):  # the acceptor's own proof is made with the token used
+            stream = await dial(listener.address, client_config(token=token))
+            try:
+                assert await stream.receive() == b"hello client"
+            finally:
+                await stream.aclose()
+        with pytest.raises(AuthenticationError, match="wrong token"):
+            await dial(listener.address, client_config(token=b"neither-of-the-two"))
+    assert linked == ["web", "web"]

@@ -107,9 +107,10 @@ PROBE_NOTE_CHARS = 600
 ProbeAnswer = Callable[[int, frozenset[str]], str]
 #: Told about a failed handshake before the channel is closed.
 FailureReport = Callable[[DataChannel, HandshakeError], None]
-#: Given the credential name a client announces, returns its token, or the check of
-#: the TLS certificate it must have presented instead (None: unknown).
-CredentialLookup = Callable[[str], bytes | CertificateCheck | None]
+#: Given the credential name a client announces, returns its token (or the tokens it
+#: may prove, any one of them: while a token is being replaced), or the check of the TLS
+#: certificate it must have presented instead (None: unknown).
+CredentialLookup = Callable[[str], bytes | tuple[bytes, ...] | CertificateCheck | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +263,7 @@ class _Exchange:
             if not self.initiator:
                 self.announced = (f"member {peer_id}" if client is None
                                   else f"client {client[:64]!r}")
+            secret: bytes | tuple[bytes, ...] | None
             if client is None:
                 secret = self._peer_checks(peer_id, remote.auth, auth)
             else:
@@ -321,9 +323,9 @@ class _Exchange:
             )
         return self.config.secret
 
-    def _client_secret(self, client: str, remote_auth: str) -> bytes | None:
-        """A client link: the token of the credential the client named is proven, or
-        (``None``) the TLS certificate under the link was checked."""
+    def _client_secret(self, client: str, remote_auth: str) -> bytes | tuple[bytes, ...] | None:
+        """A client link: the token (or one of the tokens) of the credential the client
+        named is proven, or (``None``) the TLS certificate under the link was checked."""
         if self.initiator:
             return self.config.secret  # None: our TLS certificate is the proof
         if self.credentials is None:
@@ -333,7 +335,7 @@ class _Exchange:
             raise IncompatiblePeerError(
                 "credential", f"unknown client credential {client[:64]!r}"
             )
-        if isinstance(found, bytes):
+        if isinstance(found, bytes | tuple):
             if remote_auth != "hmac-sha256":
                 raise AuthenticationError(
                     f"client {client[:64]!r} authenticates with its token, not "
@@ -358,17 +360,19 @@ async def _probe_reply(channel: DataChannel) -> str:
 
 
 async def _authenticate(
-    channel: DataChannel, secret: bytes, initiator: bool, hello: bytes, remote_frame: bytes,
-    label: bytes, peer_id: int,
+    channel: DataChannel, secret: bytes | tuple[bytes, ...], initiator: bool, hello: bytes,
+    remote_frame: bytes, label: bytes, peer_id: int,
 ) -> None:
     """The mutual proof. The dialer proves first; the acceptor checks that proof before
     it sends its own, so whoever dials it without the secret (or the token) never gets
-    a proof to guess the secret from offline."""
+    a proof to guess the secret from offline. An acceptor given several tokens accepts a
+    proof made with any of them and proves itself with that one."""
     dialer_hello, acceptor_hello = (hello, remote_frame) if initiator else (remote_frame, hello)
     ours, theirs = (b"dialer", b"acceptor") if initiator else (b"acceptor", b"dialer")
-    mine = encode_message({"proof": _proof(secret, ours, dialer_hello, acceptor_hello, label)})
+    keys = secret if isinstance(secret, tuple) else (secret,)
     if initiator:
-        await channel.send(mine)
+        await channel.send(encode_message(
+            {"proof": _proof(keys[0], ours, dialer_hello, acceptor_hello, label)}))
     try:
         reply = decode_message(await channel.receive())
     except PeerRejectedError as exc:
@@ -376,12 +380,18 @@ async def _authenticate(
             raise  # refused for another reason (a credential of another kind): as said
         raise _failed(label, peer_id) from None  # the acceptor refused our proof
     proof = reply.get("proof")
-    expected = _proof(secret, theirs, dialer_hello, acceptor_hello, label)
-    if not isinstance(proof, bytes) or not hmac.compare_digest(proof, expected):
+    proven = None
+    if isinstance(proof, bytes):
+        for key in keys:
+            if hmac.compare_digest(proof, _proof(key, theirs, dialer_hello, acceptor_hello,
+                                                 label)):
+                proven = key
+    if proven is None:
         await _refuse(channel, "auth", PROOF_REFUSED)
         raise _failed(label, peer_id)
     if not initiator:
-        await channel.send(mine)
+        await channel.send(encode_message(
+            {"proof": _proof(proven, ours, dialer_hello, acceptor_hello, label)}))
 
 
 def _failed(label: bytes, peer_id: int) -> AuthenticationError:
