@@ -139,6 +139,16 @@ def dump() -> None:
     _state["file"].flush()
 
 
+def _callback_name(func: Any) -> str:
+    """A callback's name; a task's step or wake-up is named by its coroutine."""
+    name = getattr(func, "__qualname__", type(func).__name__)
+    task = getattr(func, "__self__", None)
+    coro = getattr(task, "get_coro", lambda: None)()
+    if coro is not None:
+        return f"{name} ({getattr(coro, '__qualname__', type(coro).__name__)})"
+    return name
+
+
 def _loop() -> None:
     import asyncio.base_events as base
     import asyncio.events as events
@@ -152,7 +162,7 @@ def _loop() -> None:
         run_handle(self)
         took, used = _now() - started, _cpu() - cpu
         func = getattr(self._callback, "__func__", self._callback)
-        entry = _callbacks[getattr(func, "__qualname__", type(func).__name__)]
+        entry = _callbacks[_callback_name(func)]
         entry[0] += 1
         entry[1] += took
         entry[2] = max(entry[2], took)

@@ -1,8 +1,10 @@
 """Where the probe's commit latency goes under :mod:`benchmarks.client_flood`'s flood.
 
     python benchmarks/client_flood_trace.py [--flooders N] [--seconds S] [--keep DIR]
+                                            [--rate N]
 
-One lazily-queue round of the flood (``--clients-at members``) with its nodes traced
+One lazily-queue round of the flood (``--clients-at members``; with ``--rate N`` the
+flood offers N pushes/s in all, as ``client_flood.py --rate``) with its nodes traced
 (:mod:`benchmarks.client_flood_hooks`) and the probe's pushes timed here on the same
 clock. Each push is cut into stages: ``c>rx`` (the probe sends, the leader reads its
 bytes off the socket), ``rx>read`` (the leader decodes its frame), ``read>append``
@@ -35,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import client_flood  # noqa: E402
 from benchmarks.client_flood_group import run_queue_wait  # noqa: E402
+from benchmarks.flood_pacing import rate_argument  # noqa: E402
 
 STAGES = ["c>rx", "rx>read", "read>append", "append>f_app", "f_app>f_ack", "f_ack>ack",
           "ack>apply0", "apply0>applied", "applied>answer", "answer>write", "write>client"]
@@ -163,9 +166,12 @@ def report(directory: Path, phases: dict[str, list[tuple[float, float]]],
                   + (f"; CPU {cpu[0]:.3f} s, most {cpu[1]} ms" if cpu else ""))
 
 
-async def _run(flooders: int, seconds: float) -> tuple[dict[str, list[tuple[float, float]]],
-                                                       dict[str, float | None]]:
-    phases: dict[str, list[tuple[float, float]]] = {}
+Phases = dict[str, list[tuple[float, float]]]
+
+
+async def _run(flooders: int, seconds: float,
+               rate: float | None = None) -> tuple[Phases, dict[str, float | None]]:
+    phases: Phases = {}
     waits: dict[str, float | None] = {}
 
     async def probe(client: Any, length: float) -> list[float]:
@@ -182,7 +188,7 @@ async def _run(flooders: int, seconds: float) -> tuple[dict[str, list[tuple[floa
         return [answered - sent for sent, answered in timed]
 
     client_flood._probe = probe  # type: ignore[assignment]
-    out = await client_flood.run(flooders, seconds)
+    out = await client_flood.run(flooders, seconds, rate=rate)
     print(f"flood: {out['flood_pushes_per_s']:,} pushes/s; probe p50 alone "
           f"{out['baseline_p50_ms']} ms, under the flood {out['flood_p50_ms']} ms")
     return phases, waits
@@ -193,13 +199,15 @@ def main() -> int:
     parser.add_argument("--flooders", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--keep", type=Path, help="keep the traces in this directory")
+    parser.add_argument("--rate", type=rate_argument, default=None, metavar="N",
+                        help="the flood offers N pushes/s in all (client_flood.py --rate)")
     args = parser.parse_args()
     directory = args.keep or Path(tempfile.mkdtemp(prefix="lazily-flood-trace-"))
     directory.mkdir(parents=True, exist_ok=True)
     os.environ["LAZILY_FLOOD_TRACE"] = str(directory)
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT / "benchmarks" / "flood_trace"), str(ROOT), os.environ.get("PYTHONPATH", "")])
-    phases, waits = asyncio.run(_run(args.flooders, args.seconds))
+    phases, waits = asyncio.run(_run(args.flooders, args.seconds, args.rate))
     report(directory, phases, waits)
     return 0
 

@@ -435,3 +435,20 @@ def test_a_traced_push_is_cut_into_stages_by_the_first_follower_to_acknowledge()
                 "apply0>applied": 0.5, "applied>answer": 0.3, "answer>write": 0.2,
                 "write>client": 1}
     assert {key: round(row[key], 3) for key in expected} == expected
+
+
+async def test_a_traced_task_step_is_named_by_its_coroutine() -> None:
+    from benchmarks.client_flood_hooks import _callback_name
+
+    async def sample_work() -> None:
+        await asyncio.sleep(0)
+
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(sample_work())
+    steps = [h._callback for h in loop._ready  # type: ignore[attr-defined]
+             if getattr(h._callback, "__self__", None) is task]
+    assert [_callback_name(step) for step in steps] == [
+        "TaskStepMethWrapper (test_a_traced_task_step_is_named_by_its_coroutine.<locals>."
+        "sample_work)"]
+    await task
+    assert _callback_name(table) == "table"
