@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-from lazily_transports import AdmissionGate, LogLimiter
+from lazily_transports import AdmissionGate, LogLimiter, source_of
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +90,7 @@ class _Gated(asyncio.Protocol):
         self._stall_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        peer = transport.get_extra_info("peername")
-        source = str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
+        source = source_of(transport)
         if not self.connections.admit(self, source):
             cast(asyncio.Transport, transport).abort()
             return

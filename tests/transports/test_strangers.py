@@ -31,6 +31,7 @@ from lazily_transports import (
     PeerRejectedError,
     dial,
     listen,
+    source_of,
 )
 from lazily_transports._core._buffered import BufferedChannel
 from lazily_transports._core._digest import RefusalDigest
@@ -210,6 +211,14 @@ async def test_a_peer_without_the_ready_step_is_refused_naming_it() -> None:
 
 
 # -- admission caps ------------------------------------------------------------------------
+
+
+def test_a_connections_source_is_its_peers_address_or_unknown() -> None:
+    """Every listener counts a connection under one spelling of its source."""
+    assert source_of(asyncio.BaseTransport({"peername": ("127.0.0.2", 5000)})) == "127.0.0.2"
+    assert source_of(asyncio.BaseTransport({"peername": ("::1", 5000, 0, 0)})) == "::1"
+    for peer in ("", None):  # a Unix socket's peer has no address
+        assert source_of(asyncio.BaseTransport({"peername": peer})) == "unknown"
 
 
 async def test_per_source_cap_on_a_unix_listener(

@@ -11,7 +11,7 @@ keeps one link per peer with reconnects and reports peer events and frames.
 Contracts for new transports are in ``lazily_transports.abc``.
 """
 
-from ._core._admission import AdmissionGate, LogLimiter
+from ._core._admission import AdmissionGate, LogLimiter, source_of
 from ._core._authentication import CredentialLookup, PeerFilter, PeerVetter, ProbeAnswer
 from ._core._handshake import (
     CODEC,
@@ -129,4 +129,5 @@ __all__ = [
     "negotiate",
     "probe",
     "scheme_of",
+    "source_of",
 ]

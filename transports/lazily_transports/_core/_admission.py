@@ -11,12 +11,14 @@ few sources cannot keep a member's own source out. Refusals are logged at most o
 per ``LOG_INTERVAL`` seconds, with the number left unlogged since the last line.
 ``QuietServerLog`` is the logger handed to a server library, whose lines about each
 connection (opened, closed, answered) would otherwise let anyone fill the log.
-``accept_backlog`` is a listener's backlog: the connections asyncio also accepts in one
-go before any is refused, so one burst takes no more descriptors than may be pending.
+``source_of`` is a connection's source (its peer's IP address). ``accept_backlog`` is
+a listener's backlog: the connections asyncio also accepts in one go before any is
+refused, so one burst takes no more descriptors than may be pending.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Hashable
@@ -25,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..config import LinkConfig
 
-__all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter", "QuietServerLog", "accept_backlog"]
+__all__ = ["LOG_INTERVAL", "AdmissionGate", "LogLimiter", "QuietServerLog", "accept_backlog",
+           "source_of"]
 
 logger = logging.getLogger("lazily_transports.listener")
 
@@ -38,6 +41,13 @@ _ASYNCIO_BACKLOG = 100
 def accept_backlog(config: LinkConfig) -> int:
     """The listen backlog of a listener of ``config`` (module docstring)."""
     return max(1, min(_ASYNCIO_BACKLOG, config.max_pending_handshakes))
+
+
+def source_of(transport: asyncio.BaseTransport) -> str:
+    """The admission source of a connection: its peer's IP address (``"unknown"`` when
+    the transport names none, as on a Unix socket)."""
+    peer = transport.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else "unknown"
 
 
 class LogLimiter:

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 from websockets.asyncio.server import ServerConnection
 
-from ._admission import AdmissionGate
-from ._tls_admission import admits_before_tls, source_of
+from ._admission import AdmissionGate, source_of
+from ._tls_admission import admits_before_tls
 
 __all__ = ["GatedConnection", "gated_connection", "tls_arguments"]
 

@@ -19,21 +19,15 @@ import ssl
 from collections.abc import Callable
 from typing import Any, cast
 
-from ._admission import AdmissionGate
+from ._admission import AdmissionGate, source_of
 
-__all__ = ["admits_before_tls", "admitted_tls", "source_of"]
+__all__ = ["admits_before_tls", "admitted_tls"]
 
 
 def admits_before_tls() -> bool:
     """Whether this thread's running loop can admit TLS connections before their
     handshake (asyncio's own loops can)."""
     return isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop)
-
-
-def source_of(transport: asyncio.BaseTransport) -> str:
-    """The admission source of a connection: its peer's IP address."""
-    peer = transport.get_extra_info("peername")
-    return str(peer[0]) if isinstance(peer, tuple) and peer else "?"
 
 
 class _AdmittedTLS(asyncio.Protocol):
