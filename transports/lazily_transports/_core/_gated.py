@@ -10,7 +10,7 @@ from typing import Any, cast
 from websockets.asyncio.server import ServerConnection
 
 from ._admission import AdmissionGate, source_of
-from ._tls_admission import admits_before_tls
+from ._tls_admission import ServerTLS, admits_before_tls
 
 __all__ = ["GatedConnection", "gated_connection", "tls_arguments"]
 
@@ -27,7 +27,7 @@ class GatedConnection(ServerConnection):
     _source = ""
     _held = False
     _made = False
-    _securing: asyncio.Task[None] | None = None
+    _securing: ServerTLS | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._source = source_of(transport)
@@ -43,32 +43,22 @@ class GatedConnection(ServerConnection):
         if not self._held:
             raw.abort()
             return
-        raw.pause_reading()  # the handshake's bytes wait for start_tls
-        self._early: list[bytes] = []
-        self._securing = asyncio.get_running_loop().create_task(self._secure(raw, self.tls))
+        self._securing = ServerTLS(raw, self, self.tls, self.tls_timeout, self._secured)
 
-    async def _secure(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            secure = await loop.start_tls(raw, self, tls, server_side=True,
-                                          ssl_handshake_timeout=self.tls_timeout)
-        except (OSError, RuntimeError, TimeoutError, asyncio.CancelledError):
-            secure = None
-        if secure is None or secure.is_closing():
-            raw.abort()
+    def _secured(self, secure: asyncio.Transport | None) -> None:
+        if secure is None or self._securing is None:
             self.release_slot()
             return
         self._made = True
         super().connection_made(secure)
-        early, self._early = self._early, []
-        for data in early:
+        for data in self._securing.take_early():
             super().data_received(data)
 
     def data_received(self, data: bytes) -> None:
         if self._made:
             super().data_received(data)
-        else:  # arrived with the end of the handshake, before start_tls returned
-            self._early.append(data)
+        elif self._securing is not None:  # arrived with the end of the handshake
+            self._securing.hold(data)
 
     def eof_received(self) -> None:
         if self._made:

@@ -7,9 +7,11 @@ descriptor each until the handshake timeout. :func:`admitted_tls` instead accept
 plain TCP, admits each connection through an ``AdmissionGate`` (its peer's IP address
 is the source), runs the handshake with ``loop.start_tls`` and only then hands the
 secure transport to the protocol ``factory`` makes. The slot is released when the
-handshake ends, either way. On uvloop, whose ``start_tls`` leaves the bytes a server
-connection receives with the old protocol, :func:`admits_before_tls` is False and TLS
-servers keep the loop's own handshake (connections admitted once it is over).
+handshake ends, either way. :class:`ServerTLS` runs that handshake for a protocol that
+admitted its connection (the WebSocket listener's own as well). On uvloop, whose
+``start_tls`` leaves the bytes a server connection receives with the old protocol,
+:func:`admits_before_tls` is False and TLS servers keep the loop's own handshake
+(connections admitted once it is over).
 """
 
 from __future__ import annotations
@@ -21,13 +23,58 @@ from typing import Any, cast
 
 from ._admission import AdmissionGate, source_of
 
-__all__ = ["admits_before_tls", "admitted_tls"]
+__all__ = ["ServerTLS", "admits_before_tls", "admitted_tls"]
 
 
 def admits_before_tls() -> bool:
     """Whether this thread's running loop can admit TLS connections before their
     handshake (asyncio's own loops can)."""
     return isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop)
+
+
+class ServerTLS:
+    """The server side of one admitted connection's TLS handshake, run by its protocol
+    with ``loop.start_tls`` (at most ``timeout`` seconds). ``then`` gets the secure
+    transport, or ``None`` when the handshake failed or the connection closed meanwhile
+    (the plain transport is then aborted). Bytes that arrive with the handshake's end,
+    before ``then`` ran, wait in :meth:`hold` until :meth:`take_early`."""
+
+    def __init__(self, raw: asyncio.Transport, protocol: asyncio.BaseProtocol,
+                 context: ssl.SSLContext, timeout: float,
+                 then: Callable[[asyncio.Transport | None], None]) -> None:
+        self._early: list[bytes] = []
+        raw.pause_reading()  # the handshake's bytes wait for start_tls
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(raw, protocol, context, timeout, then))
+
+    @staticmethod
+    async def _run(raw: asyncio.Transport, protocol: asyncio.BaseProtocol,
+                   context: ssl.SSLContext, timeout: float,
+                   then: Callable[[asyncio.Transport | None], None]) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            secure = await loop.start_tls(raw, protocol, context, server_side=True,
+                                          ssl_handshake_timeout=timeout)
+        except (OSError, RuntimeError, TimeoutError, asyncio.CancelledError):
+            secure = None
+        if secure is None or secure.is_closing():
+            raw.abort()
+            secure = None
+        then(secure)
+
+    def hold(self, data: bytes) -> None:
+        """Keep ``data``, received before ``then`` ran."""
+        self._early.append(data)
+
+    def take_early(self) -> list[bytes]:
+        """The bytes :meth:`hold` kept, in order (then none)."""
+        early, self._early = self._early, []
+        return early
+
+    def cancel(self) -> None:
+        """Stop the handshake (the connection was lost): ``then`` gets ``None``."""
+        if not self._task.done():
+            self._task.cancel()
 
 
 class _AdmittedTLS(asyncio.Protocol):
@@ -41,8 +88,7 @@ class _AdmittedTLS(asyncio.Protocol):
         self._timeout = timeout
         self._source: str | None = None
         self._inner: asyncio.Protocol | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._early: list[bytes] = []
+        self._tls: ServerTLS | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         raw = cast(asyncio.Transport, transport)
@@ -51,39 +97,28 @@ class _AdmittedTLS(asyncio.Protocol):
             raw.abort()
             return
         self._source = source
-        raw.pause_reading()  # the handshake's bytes wait for start_tls
-        self._task = asyncio.get_running_loop().create_task(self._secure(raw))
+        self._tls = ServerTLS(raw, self, self._context, self._timeout, self._secured)
 
     def _release(self) -> None:
         if self._source is not None:
             self._gate.release(self._source, self)
             self._source = None
 
-    async def _secure(self, raw: asyncio.Transport) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            secure = await loop.start_tls(raw, self, self._context, server_side=True,
-                                          ssl_handshake_timeout=self._timeout)
-        except (OSError, RuntimeError, TimeoutError, asyncio.CancelledError):
-            raw.abort()
-            return
-        finally:
-            self._release()
-        if secure is None or secure.is_closing():
-            raw.abort()
+    def _secured(self, secure: asyncio.Transport | None) -> None:
+        self._release()
+        if secure is None or self._tls is None:
             return
         inner = cast(asyncio.Protocol, self._factory())
         self._inner = inner
         inner.connection_made(secure)
-        early, self._early = self._early, []
-        for data in early:
+        for data in self._tls.take_early():
             inner.data_received(data)
 
     def data_received(self, data: bytes) -> None:
         if self._inner is not None:
             self._inner.data_received(data)
-        else:  # arrived with the end of the handshake, before start_tls returned
-            self._early.append(data)
+        elif self._tls is not None:  # arrived with the end of the handshake
+            self._tls.hold(data)
 
     def eof_received(self) -> bool | None:
         return self._inner.eof_received() if self._inner is not None else None
@@ -98,8 +133,8 @@ class _AdmittedTLS(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._release()
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        if self._tls is not None:
+            self._tls.cancel()
         if self._inner is not None:
             inner, self._inner = self._inner, None
             inner.connection_lost(exc)
