@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-import logging
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from .access import ClientAccess
     from .connection import ClientConnection
 
-log = logging.getLogger(__name__)
 
 #: Most ops of one lane proposed in one turn (so in one ``CLIENT_OPS``), and about the
 #: most proposed before the loop's other work runs.
@@ -374,9 +372,5 @@ class OpScheduler:
                  error: BaseException | None) -> None:
         """Report a client's op to the driver's call observer under its own code (not
         the ``CLIENT_OP`` it was proposed in), as a member's own call reports."""
-        observer = self.node.driver.call_observer
-        if observer is not None:
-            try:
-                observer(code, asyncio.get_running_loop().time() - proposed_at, result, error)
-            except Exception:
-                log.exception("the call observer failed")
+        self.node.driver.observe_call(code, asyncio.get_running_loop().time() - proposed_at,
+                                      result, error)

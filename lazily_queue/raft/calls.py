@@ -130,7 +130,14 @@ class Calls:
     def _observe_call(self, code: int, started: float, result: Any,
                       error: BaseException | None) -> None:
         if self.call_observer is not None:
+            self.observe_call(code, time.perf_counter() - started, result, error)
+
+    def observe_call(self, code: int, seconds: float, result: Any,
+                     error: BaseException | None) -> None:
+        """Report a call of op ``code`` that ended after ``seconds`` to the call observer,
+        if there is one (an observer that raises is logged, never the caller's error)."""
+        if self.call_observer is not None:
             try:
-                self.call_observer(code, time.perf_counter() - started, result, error)
+                self.call_observer(code, seconds, result, error)
             except Exception:
                 log.exception("node %s: the call observer failed", self.replica.node_id)

@@ -141,6 +141,11 @@ class _Driver:
     def wake(self) -> None:
         pass
 
+    def observe_call(self, code: int, seconds: float, result: Any,
+                     error: BaseException | None) -> None:
+        if self.call_observer is not None:
+            self.call_observer(code, seconds, result, error)
+
 
 class _Node:
     def __init__(self) -> None:
