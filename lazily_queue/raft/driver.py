@@ -32,11 +32,11 @@ from typing import Any
 
 from ..errors import check_loop
 from .calls import Calls
-from .codec import FrameError, decode_frame
 from .disk_stall import DiskStall
 from .errors import NodeNotRunning, StorageUnavailable
 from .fsync import Fsyncer
 from .fsync_runs import FsyncRuns
+from .incoming import Incoming
 from .network import RaftNetwork
 from .pipeline import CommitPipeline
 from .proposals import Proposal
@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 __all__ = ["Driver", "EventSink"]
 
 
-class Driver(Release, DiskStall, FsyncRuns, Calls):
+class Driver(Incoming, Release, DiskStall, FsyncRuns, Calls):
     """Steps a replica whenever input arrives and every ``tick_interval`` seconds; a
     peer's address is ``address_of(peer)``."""
 
@@ -89,7 +89,6 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
         self.steps = 0
         self.bad_frames = 0
         self.step_errors = 0
-        #: Frames dropped because the journal could not be written.
         self.stalled_frames = 0
         self._state_waiters: list[asyncio.Future[None]] = []
         self.pipeline = CommitPipeline()
@@ -258,46 +257,6 @@ class Driver(Release, DiskStall, FsyncRuns, Calls):
             self._scheduled = True
             self._scheduled_at = self._completed
             self._loop.call_soon(self._scheduled_step)
-
-    def _on_frame(self, peer: str, frame: bytes) -> None:
-        if self.pipeline.stall is not None:
-            self.stalled_frames += 1
-            return
-        try:
-            messages = decode_frame(frame, self._frame_bytes)
-        except FrameError as exc:
-            self.bad_frames += 1
-            self.network.close_peer(peer, f"malformed Raft frame: {exc}")
-            return
-        self._heard[peer] = self._clock()
-        for message in messages:
-            try:
-                self.replica.receive(peer, message)
-            except Exception:
-                self.bad_frames += 1
-                log.exception("node %s: message from %s failed; link closed",
-                              self.replica.node_id, peer)
-                self.network.close_peer(peer, "a message could not be processed")
-                break
-        self._input = True
-
-    def _on_frames(self, now: bool) -> None:
-        """A run of frames was handed over: step now (``now``) unless a commit publication
-        is pending, which steps after the callers whose operations the last step
-        completed (replies that arrive together cost one more step, and what those
-        callers propose joins it); else in the loop's next iteration."""
-        if not self._input or not self._running:
-            return
-        if now and not self._publishing:
-            self._step()
-        elif not self._publishing:
-            self.wake()
-
-    def _on_peer(self, peer: str, up: bool) -> None:
-        if up:  # a peer's silence counts from its link's start
-            self._heard[peer] = self._clock()
-        self.replica.peer_connected(peer, up)
-        self.wake()
 
     # -- stepping -------------------------------------------------------------------------
 
