@@ -48,13 +48,14 @@ from ..replicated.session_register import UNKNOWN
 from . import protocol as P
 from .access import ClientAccess, ClientGrant
 from .batching import PendingOp
-from .connection import MAX_QUEUED_ANSWERS, ClientConnection, group_topics
+from .connection import MAX_QUEUED_ANSWERS, ClientConnection
 from .fair import OpScheduler, fair_budget, fair_window
 from .fair_budget import FairBudget
 from .frame_budget import refuse_waiting
 from .frame_decoding import FrameDecoder, dropped, request_limit
 from .frames_in_hand import IN_HAND_FRAMES, FramesInHand
 from .greeting import Answering, hello, register
+from .group_names import group_topics
 from .idle import IdleLinks
 from .link_caps import LinkCaps, client_share, fd_room
 from .link_log import link_ended, unreadable_frame

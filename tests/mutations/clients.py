@@ -168,7 +168,7 @@ MUTATIONS = [
          "test_a_client_whose_member_refuses_its_session_backs_off",),
         "a client whose member takes its link but refuses its session does not relink at once"),
     Mutation(
-        "client-group-forms-unbounded", "lazily_queue/client/connection.py",
+        "client-group-forms-unbounded", "lazily_queue/client/group_names.py",
         "    while 0 < end < len(name) - 1 and len(topics) < most:\n",
         "    while 0 < end < len(name) - 1:\n",
         ("tests/client/test_review_requests.py::"
