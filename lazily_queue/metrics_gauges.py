@@ -84,6 +84,10 @@ class StateCollector(Collector):
             "Connections closed at once over the listener's handshake caps",
             value=listener.get("refused_connections", 0))
         yield CounterMetricFamily(
+            f"{ns}_evicted_connections",
+            "Connections closed in their handshake to make room for another source's",
+            value=listener.get("evicted_connections", 0))
+        yield CounterMetricFamily(
             f"{ns}_refused_handshakes",
             "Incoming links refused in their handshake (wrong secret or cluster, unknown "
             "member, ...)", value=listener.get("refused_handshakes", 0))

@@ -182,6 +182,7 @@ async def test_what_an_sre_alerts_on(tmp_path: Path) -> None:
         free = value(m, "lazily_queue_disk_free_bytes")
         assert free is not None and 0 < free <= (value(m, "lazily_queue_disk_total_bytes") or 0)
         assert value(m, "lazily_queue_refused_handshakes_total") is not None
+        assert value(m, "lazily_queue_evicted_connections_total") == 0
         assert (value(m, "process_resident_memory_bytes") or 0) > 0
         assert (value(m, "process_open_fds") or 0) > 0
 

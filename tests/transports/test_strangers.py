@@ -28,6 +28,7 @@ from lazily_transports import (
     LinkConfig,
     LinkStream,
     Listener,
+    Mesh,
     PeerRejectedError,
     dial,
     listen,
@@ -348,6 +349,30 @@ async def test_strangers_holding_every_slot_make_room_for_a_member(
         await eventually(lambda: not gate.pending)
         gc.collect()  # a task that ended on an exception nobody took logs it when collected
         assert not [r.getMessage() for r in caplog.records if r.name == "asyncio"]
+
+
+@pytest.mark.parametrize("kind", ["tcp", "ws"])
+async def test_a_mesh_counts_the_connections_closed_to_make_room(
+    kind: str, short_tmp: Path,
+) -> None:
+    """The mesh's listener figures (a member's ``listener`` in ``/status.json``) count
+    the connections closed in their handshake (or WebSocket upgrade) for another
+    source's apart from those refused over the caps."""
+    config = make_config(2, max_pending_handshakes=4, max_pending_per_source=3, **PATIENT)
+    async with Mesh(config, address_for(kind, short_tmp), {1: "memory://unused"}) as mesh:
+        address = mesh.listen_address
+        assert address is not None
+        held = [await raw_socket(address, "127.0.0.2") for _ in range(3)]
+        held.append(await raw_socket(address, "127.0.0.3"))
+        for sock in held:
+            assert await still_open(sock)
+        held.append(await raw_socket(address, "127.0.0.4"))  # full: takes 127.0.0.2's oldest
+        await closed_by_peer(held[0])
+        stats = mesh.listener_stats()
+        assert (stats["evicted_connections"], stats["refused_connections"]) == (1, 0)
+        assert stats["pending_handshakes"] == 4
+        for sock in held:
+            sock.close()
 
 
 async def test_websocket_upgrades_are_capped_per_source(short_tmp: Path) -> None:

@@ -169,8 +169,9 @@ class Mesh:
         return self._listener.admission if self._listener is not None else None
 
     def listener_stats(self) -> dict[str, int]:
-        """Connections in their handshake now, refused over the caps so far, and
-        handshakes refused so far.
+        """Connections in their handshake now, refused over the caps so far, closed in
+        their handshake to make room for another source's so far, and handshakes refused
+        so far.
 
         A WebSocket listener adds those still in their HTTP upgrade.
         """
@@ -179,6 +180,7 @@ class Mesh:
         return {
             "pending_handshakes": sum(gate.pending for gate in found),
             "refused_connections": sum(gate.refused for gate in found),
+            "evicted_connections": sum(gate.evicted for gate in found),
             "refused_handshakes": sum(gate.refused_handshakes for gate in found),
         }
 
