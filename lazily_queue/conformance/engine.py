@@ -96,6 +96,13 @@ class ModelRunner(ABC):
         """True when the op must yield at most one rerun per probe."""
         return False
 
+    def advance_clock(self, step: int, op: Mapping[str, Any]) -> None:
+        """The op ``advance_clock``: the replay's time moves ``seconds`` (>= 0) on."""
+        seconds = op["seconds"]
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
+            fail(step, "op.advance_clock", f"seconds must be a number >= 0, got {seconds!r}")
+        self.backend.advance_clock(seconds)
+
     def validate_op(self, step: int, op: Any) -> str:
         if not isinstance(op, dict) or not isinstance(op.get("type"), str):
             fail(step, "op", f"op must be an object with a string 'type', got {op!r}")

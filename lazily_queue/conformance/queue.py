@@ -135,10 +135,7 @@ class QueueRunner(ModelRunner):
             ops = transactions.checked_ops(step, "QueueCell", op["ops"])
             return await adapter.transaction(ops)
         if kind == "advance_clock":
-            seconds = op["seconds"]
-            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
-                fail(step, "op.advance_clock", f"seconds must be a number >= 0, got {seconds!r}")
-            self.backend.advance_clock(seconds)
+            self.advance_clock(step, op)
             return None
         if kind == "push":
             refused = await self._push(op)

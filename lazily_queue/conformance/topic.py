@@ -159,10 +159,7 @@ class TopicRunner(ModelRunner):
             ops = transactions.checked_ops(step, "TopicCell", op["ops"])
             return await adapter.transaction(ops)
         if kind == "advance_clock":
-            seconds = op["seconds"]
-            if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
-                fail(step, "op.advance_clock", f"seconds must be a number >= 0, got {seconds!r}")
-            self.backend.advance_clock(seconds)
+            self.advance_clock(step, op)
             return None
         if kind == "publish":
             if "headers" in op or "ttl" in op:

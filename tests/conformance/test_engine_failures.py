@@ -227,6 +227,19 @@ async def test_topic_reads_must_name_exactly_the_connected() -> None:
     assert f"actual keys the fixture does not expect ['{first}']" in failure.message
 
 
+@pytest.mark.parametrize("name", ["", "topiccell_late_subscriber_at_tail"])
+@pytest.mark.parametrize("seconds", [-1, True, "1"])
+async def test_advance_clock_takes_a_number_of_seconds_at_least_zero(
+    name: str, seconds: Any,
+) -> None:
+    doc = load(name) if name else base_queue()
+    doc["steps"][0]["op"] = {"type": "advance_clock", "seconds": seconds}
+    doc["steps"][0].pop("returns", None)
+    failure = await failure_of(doc)
+    assert (failure.step, failure.key) == (0, "op.advance_clock")
+    assert f"seconds must be a number >= 0, got {seconds!r}" in failure.message
+
+
 async def test_unknown_backend_lists_known_ones() -> None:
     with pytest.raises(UnknownBackend, match=r"known backends: .*local"):
         create_backend("raft9")
