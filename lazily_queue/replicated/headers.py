@@ -19,14 +19,14 @@ from ..core import ids
 from ..core.expiry import Expiry
 from ..core.fifo import Fifo
 from ..core.headers import Headers, OffsetHeaders, check_headers, checked_table
-from ..core.queue import POP, UNPOP, QueuePopError
+from ..core.queue import POP, QueuePopError
 from ..errors import InvalidHeaders, shown
 from . import expiry, ops, topics, work_headers
 from .dedup import applied_once
 from .events import QueueChanged
 from .family import Family, Section
 from .ops import OpRefused
-from .queues import _count, _queue, promote, report_push, take_count
+from .queues import _count, _queue, promote, report_push, take_count, unpop_stamped
 
 if TYPE_CHECKING:
     from .state_machine import StateMachine
@@ -137,20 +137,7 @@ def _pop_live(sm: StateMachine, name: str, q: Fifo[Any], rules: Expiry, n: int) 
 
 
 def unpop(sm: StateMachine, args: list[Any]) -> Any:
-    q = _queue(sm, args[0])
-    if len(args) != 4 or not isinstance(args[1], list):
-        raise OpRefused("bad_values", "queue_unpop_headers is [name, values, runs, headers]")
-    values = args[1]
-    pre = q.len()
-    try:
-        q.unpop_stamped(values, args[2], checked_table(args[3], "headers"))
-    except ValueError as exc:
-        raise OpRefused("bad_runs", str(exc)) from exc
-    if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:
-        expiry.queue_gave_back(rules, args[2])
-    for i in range(len(values)):
-        sm.emit(QueueChanged(args[0], UNPOP, pre + i))
-    return None
+    return unpop_stamped(sm, args, with_headers=True)
 
 
 def _fresh(entries: list[list[Any]]) -> list[list[Any]]:

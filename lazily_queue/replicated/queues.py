@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import ids
 from ..core.fifo import Fifo
+from ..core.headers import checked_table
 from ..core.limited_fifo import LimitedFifo
 from ..core.queue import CLOSE, POP, PUSH, UNPOP, QueuePopError
 from ..errors import shown
@@ -169,14 +170,19 @@ def pop_stamped(sm: StateMachine, args: list[Any]) -> Any:
     return [values, runs]
 
 
-def unpop_stamped(sm: StateMachine, args: list[Any]) -> Any:
+def unpop_stamped(sm: StateMachine, args: list[Any], *, with_headers: bool = False) -> Any:
+    """``[name, values, runs]``: give ``values`` back to the head under the ids and stamps
+    their pop gave; ``with_headers``: ``[name, values, runs, headers]``, with the headers
+    of those ids that had some."""
     q = _queue(sm, args[0])
-    if len(args) != 3 or not isinstance(args[1], list):
-        raise OpRefused("bad_values", "queue_unpop_stamped is [name, values, runs]")
+    if len(args) != (4 if with_headers else 3) or not isinstance(args[1], list):
+        raise OpRefused("bad_values", "queue_unpop_headers is [name, values, runs, headers]"
+                        if with_headers else "queue_unpop_stamped is [name, values, runs]")
     values = args[1]
     pre = q.len()
     try:
-        q.unpop_stamped(values, args[2])
+        q.unpop_stamped(values, args[2],
+                        checked_table(args[3], "headers") if with_headers else None)
     except ValueError as exc:
         raise OpRefused("bad_runs", str(exc)) from exc
     if sm.expiry and (rules := expiry.of(sm, "queue", args[0])) is not None:

@@ -44,6 +44,26 @@ def test_a_give_back_whose_ids_do_not_fit_is_refused_whole(args: list[Any], code
     assert sm.queues["q"].elements() == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("op, args, code, says", [
+    (ops.QUEUE_UNPOP_STAMPED, ["q", ["b"], [[1, 1, 1]], []], "bad_values",
+     "queue_unpop_stamped is [name, values, runs]"),
+    (ops.QUEUE_UNPOP_HEADERS, ["q", ["b"], [[1, 1, 1]]], "bad_values",
+     "queue_unpop_headers is [name, values, runs, headers]"),
+    (ops.QUEUE_UNPOP_HEADERS, ["q", ["b"], [[1, 1, 1]], "h"], "bad_runs",
+     "headers must be a list of [id, headers]"),
+    (ops.QUEUE_UNPOP_HEADERS, ["q", ["b"], [[1, 1, 1]], [[0, {"h": "v"}]]], "bad_runs",
+     "headers name id 0, not one given back"),
+])
+def test_a_give_back_of_the_wrong_shape_is_refused_naming_its_own(
+        op: int, args: list[Any], code: str, says: str) -> None:
+    sm = _filled()
+    _apply(sm, [ops.QUEUE_POP_STAMPED, "q", 2])
+    [result] = _apply(sm, [op, *args])
+    assert isinstance(result, OpError) and result.code == code
+    assert says in result.message
+    assert sm.queues["q"].elements() == ["c"]
+
+
 def test_a_give_back_with_runs_far_longer_than_its_values_is_refused_before_any_run_is_expanded(
         monkeypatch: pytest.MonkeyPatch) -> None:
     sm = _filled()
