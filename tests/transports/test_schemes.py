@@ -27,6 +27,7 @@ from lazily_transports import (
     Transport,
     dial,
     listen,
+    probe,
     scheme_of,
 )
 from lazily_transports.sockets import parse_tcp, parse_unix
@@ -219,6 +220,27 @@ async def test_a_mesh_dials_and_listens_through_its_table() -> None:
     assert set(double.calls) <= set(addresses.values())
     with pytest.raises(AddressError, match="no transport for scheme 'tcp'"):
         Mesh(make_config(1), None, {2: "tcp://127.0.0.1:7002"}, schemes=table)
+
+
+class Unanswered(Aliased):
+    """A test double whose connections never complete."""
+
+    async def connect(
+        self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
+    ) -> DataChannel:
+        self.calls.append(address)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_a_dial_or_probe_whose_connection_does_not_complete_times_out_naming_it() -> None:
+    double = Unanswered()
+    table = SchemeTable({"alias": double})
+    for connect in (dial, probe):
+        with pytest.raises(TimeoutError,
+                           match=r"^connecting to alias:x timed out after 0\.01 s$"):
+            await connect("alias:x", make_config(1), timeout=0.01, schemes=table)
+    assert double.calls == ["alias:x", "alias:x"]
 
 
 def test_tables_refuse_bad_entries() -> None:

@@ -19,7 +19,7 @@ from ._core._authentication import (
     probe_channel,
 )
 from ._core._refusal_log import RefusalLog
-from .abc import Listener, Transport
+from .abc import DataChannel, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, MissingDependencyError, shown
 from .streams import LinkStream, establish
@@ -212,12 +212,7 @@ async def dial(
     ``HandshakeError`` subclass when the link is refused (logged, or passed to
     ``on_failure`` instead when given).
     """
-    transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
-    try:
-        async with asyncio.timeout(timeout):
-            raw = await transport.connect(address, config, ssl_context=ssl_context)
-    except TimeoutError:
-        raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
+    raw = await _connected(address, config, timeout, ssl_context, schemes)
     accept_peer = None if expect_peer_id is None else _expecting(expect_peer_id)
     return await establish(raw, config, initiator=True, accept_peer=accept_peer,
                            on_failure=on_failure)
@@ -239,14 +234,22 @@ async def probe(
     when all pass it returns the peer's note (say, the address it dials us at) and
     closes. Raises ``OSError``/``TimeoutError`` when the peer is unreachable.
     """
+    raw = await _connected(address, config, timeout, ssl_context, schemes)
+    accept_peer = None if expect_peer_id is None else _expecting(expect_peer_id)
+    return await probe_channel(raw, config, accept_peer=accept_peer)
+
+
+async def _connected(address: str, config: LinkConfig, timeout: float,
+                     ssl_context: ssl.SSLContext | None, schemes: SchemeTable | None
+                     ) -> DataChannel:
+    """A raw channel to ``address`` (handshake not yet run), connected within ``timeout``
+    seconds by the transport ``schemes`` (default ``DEFAULT_SCHEMES``) gives its scheme."""
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
     try:
         async with asyncio.timeout(timeout):
-            raw = await transport.connect(address, config, ssl_context=ssl_context)
+            return await transport.connect(address, config, ssl_context=ssl_context)
     except TimeoutError:
         raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
-    accept_peer = None if expect_peer_id is None else _expecting(expect_peer_id)
-    return await probe_channel(raw, config, accept_peer=accept_peer)
 
 
 def _expecting(expected: int) -> PeerFilter:
