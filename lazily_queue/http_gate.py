@@ -57,6 +57,15 @@ class Connections:
         """Connections closed to make room for another source's."""
         return self.gate.evicted
 
+    def stats(self) -> dict[str, int]:
+        """What the status shows: connections open now and, since the start, those
+        refused at a cap, closed to make room for another source's and closed because
+        their reader did not take the answers."""
+        gate = self.gate
+        return {"open_connections": gate.pending, "max_connections": gate.max_pending,
+                "max_per_source": gate.max_per_source, "refused_connections": gate.refused,
+                "evicted_connections": gate.evicted, "stalled_connections": self.stalled}
+
     def admit(self, connection: _Gated, source: str) -> bool:
         """Count ``connection`` from ``source`` (it may take the place of, or later give
         its own to, another source's: :class:`~lazily_transports.AdmissionGate`); False
@@ -152,14 +161,11 @@ class _Gated(asyncio.Protocol):
             self.inner.connection_lost(exc)
 
 
-async def serve(factory: Callable[[], Any], host: str, port: int, gate: AdmissionGate,
-                *, start_serving: bool = True, stall_limit: float | None = None
-                ) -> asyncio.Server:
-    """Listen on ``host:port`` with ``factory``'s protocols behind ``gate`` (with
-    ``start_serving=False``, bound but accepting only from ``start_serving()``;
-    ``stall_limit``: see :class:`Connections`)."""
+async def serve(factory: Callable[[], Any], host: str, port: int,
+                connections: Connections, *, start_serving: bool = True) -> asyncio.Server:
+    """Listen on ``host:port`` with ``factory``'s protocols behind ``connections`` (with
+    ``start_serving=False``, bound but accepting only from ``start_serving()``)."""
     loop = asyncio.get_running_loop()
-    connections = Connections(gate, stall_limit=stall_limit)
     return await loop.create_server(
         lambda: _Gated(cast(asyncio.Protocol, factory()), connections), host, port,
         reuse_address=True, start_serving=start_serving)

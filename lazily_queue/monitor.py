@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -121,6 +122,9 @@ class Monitor:
         self._status_document = ThrottledDocument(self._build_status)
         self._history_builds = PacedBuilds()
         self._listings = PacedBuilds()
+        #: The figures of the HTTP server serving these documents, shown as the status's
+        #: ``http`` (set by whoever serves them; ``None``: not shown).
+        self.http_figures: Callable[[], dict[str, int]] | None = None
 
     @property
     def metrics_content_type(self) -> str:
@@ -141,9 +145,14 @@ class Monitor:
         await self.clock.stop()
 
     def status(self) -> dict[str, Any]:
-        return node_status(self.node, self.clock, vitals=self.vitals(),
-                           peers=self.peer_pages.answers,
-                           term_changes=list(self.history_source.term_changes))
+        return self._with_http(node_status(
+            self.node, self.clock, vitals=self.vitals(), peers=self.peer_pages.answers,
+            term_changes=list(self.history_source.term_changes)))
+
+    def _with_http(self, status: dict[str, Any]) -> dict[str, Any]:
+        if self.http_figures is not None:
+            status["http"] = self.http_figures()
+        return status
 
     def history(self, since: float = 0.0) -> dict[str, Any]:
         return self.history_source.document(since)
@@ -204,7 +213,7 @@ class Monitor:
         status = await node_status_sliced(
             self.node, self.clock, vitals=self.vitals(), peers=self.peer_pages.answers,
             term_changes=list(self.history_source.term_changes))
-        return await encode_json(status)
+        return await encode_json(self._with_http(status))
 
     async def status_document(self) -> bytes:
         """:meth:`status` as JSON, as served over HTTP (see :mod:`.monitor_documents`)."""

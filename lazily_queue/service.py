@@ -144,6 +144,8 @@ class NodeService:
             self.monitor.start()
             self._trim = asyncio.create_task(release_after_snapshots(node),
                                              name="lazily-allocator-trim")
+            if self._http.connections is not None:
+                self.monitor.http_figures = self._http.connections.stats
             url = self._url = await self._http.start(node, self.monitor, admin_token)
             if self.freeze_when_started:
                 freeze_started_process()

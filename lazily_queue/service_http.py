@@ -38,6 +38,8 @@ class HttpFront:
         self.config = config
         self._server: asyncio.Server | None = None
         self._runner: Any = None
+        #: The server's connections (``None`` until bound).
+        self.connections: http_gate.Connections | None = None
 
     async def bind(self) -> None:
         """Bind the port (nothing is served yet); :class:`ConfigError` when it cannot be."""
@@ -52,10 +54,10 @@ class HttpFront:
             ) from None
         host, port = self.config.http
         gate = AdmissionGate(HTTP_MAX_CONNECTIONS, HTTP_MAX_PER_SOURCE, label="http")
+        self.connections = http_gate.Connections(gate, stall_limit=HTTP_IDLE_TIMEOUT)
         try:
-            self._server = await http_gate.serve(self._protocol, host, port, gate,
-                                                 start_serving=False,
-                                                 stall_limit=HTTP_IDLE_TIMEOUT)
+            self._server = await http_gate.serve(self._protocol, host, port,
+                                                 self.connections, start_serving=False)
         except OSError as exc:
             raise ConfigError(
                 f"{self.config.source}: cannot serve HTTP on `http` = {host}:{port}: "

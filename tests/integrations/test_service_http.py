@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -95,6 +96,44 @@ async def test_one_source_cannot_take_every_connection(tmp_path: Path,
         assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # slots given back
 
 
+async def http_figures(host: str, port: int) -> dict[str, int]:
+    """The ``http`` section of the node's ``/status.json`` (empty while the connection
+    asking for it is refused)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(b"GET /status.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head, _, body = (await reader.read()).partition(b"\r\n\r\n")
+    except ConnectionError:
+        return {}
+    finally:
+        writer.close()
+    if not head:
+        return {}
+    assert head.startswith(b"HTTP/1.1 200 "), head
+    figures: dict[str, int] = json.loads(body)["http"]
+    return figures
+
+
+async def test_the_status_shows_the_http_servers_connections(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(service_http, "HTTP_MAX_PER_SOURCE", 3)
+    async with one_node(tmp_path, monkeypatch) as (host, port):
+        held = [await asyncio.open_connection(host, port) for _ in range(3)]
+        extra = await asyncio.open_connection(host, port)
+        assert await closed_by_the_node(extra[0], within=2)
+        held.pop()[1].close()  # room for the status reads
+        async with asyncio.timeout(10):  # the document is rebuilt at most every so often
+            while (figures := await http_figures(host, port)).get(  # noqa: ASYNC110 - polls
+                    "refused_connections", 0) < 1:
+                await asyncio.sleep(0.1)
+        assert figures.pop("refused_connections") >= 1  # the status reads may be too
+        assert figures == {"open_connections": 3, "max_connections": 256,
+                           "max_per_source": 3, "evicted_connections": 0,
+                           "stalled_connections": 0}
+        for _, writer in held:
+            writer.close()
+
+
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
@@ -140,6 +179,10 @@ async def test_strangers_holding_every_slot_give_way_to_another_source(
             assert await answered(stream)
         for _, writer in first + second:
             writer.close()
+        async with asyncio.timeout(10):
+            while (await http_figures(host, port)).get(  # noqa: ASYNC110 - polls
+                    "evicted_connections", 0) < 1:
+                await asyncio.sleep(0.1)
 
 
 async def admin_status(host: str, port: int, origin: str) -> bytes:
