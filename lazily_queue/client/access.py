@@ -33,12 +33,11 @@ from typing import TYPE_CHECKING
 
 from lazily_transports.tls import CertificateCheck, PeerCertificate
 
-from ..errors import InvalidConfiguration, shown, shown_path
+from ..errors import InvalidConfiguration, shown
 from ..links import link_scheme
 from ..names import check_positive
 from ..replicated import ops
 from ..replicated.client_sessions import owner_tag
-from ..small_files import CredentialFileError, read_credential
 from .certificates import (
     alt_name,
     attribute,
@@ -50,6 +49,7 @@ from .certificates import (
 from .frame_budget import DEFAULT_CLIENT_FRAME_BUDGET
 from .link_caps import DEFAULT_MAX_CLIENT_LINKS, DEFAULT_MAX_LINKS_PER_CLIENT
 from .proposal_window import DEFAULT_COMMIT_TARGET, check_commit_target
+from .tokens import token_bytes, token_from_env, token_from_file
 
 PRODUCE = frozenset({ops.QUEUE_PUSH, ops.QUEUE_CLOSE, ops.WORK_PUSH, ops.TOPIC_PUBLISH,
                      ops.QUEUE_PUSH_ONCE, ops.WORK_PUSH_ONCE, ops.TOPIC_PUBLISH_ONCE,
@@ -83,33 +83,6 @@ PERMISSIONS = ("produce", "consume", "admin")
 READ = -1
 
 
-def _token_bytes(token: bytes | str, what: str) -> bytes:
-    data = token.encode() if isinstance(token, str) else token
-    if not isinstance(data, bytes) or len(data.strip()) < 8:
-        raise InvalidConfiguration(f"{what}: a token must have at least 8 bytes")
-    return data.strip()
-
-
-def token_from_env(variable: str, what: str) -> bytes:
-    value = os.environ.get(variable)
-    if not value:
-        raise InvalidConfiguration(
-            f"{what}: environment variable {variable} is not set or empty; export the "
-            "client's token there"
-        )
-    return _token_bytes(value, what)
-
-
-def token_from_file(path: str | os.PathLike[str], what: str) -> bytes:
-    try:
-        data = read_credential(path)
-    except CredentialFileError as exc:
-        raise InvalidConfiguration(
-            f"{what}: cannot read the token file {shown_path(path)}: {exc}"
-        ) from None
-    return _token_bytes(data, what)
-
-
 @dataclass(frozen=True, repr=False)
 class Credentials:
     """What a client presents: its ``name`` and ``token`` (never the cluster secret)."""
@@ -122,7 +95,7 @@ class Credentials:
 
     def __post_init__(self) -> None:
         check_client_name(self.name)
-        object.__setattr__(self, "token", _token_bytes(self.token, f"client {self.name!r}"))
+        object.__setattr__(self, "token", token_bytes(self.token, f"client {self.name!r}"))
 
     def __repr__(self) -> str:
         return f"Credentials({self.name!r}, token=...)"
@@ -212,9 +185,9 @@ class ClientGrant:
                 "certificate_fingerprints), not both")
         if self.token is not None:
             Credentials(self.name, self.token)  # the same rules for name and token
-            object.__setattr__(self, "token", _token_bytes(self.token, what))
+            object.__setattr__(self, "token", token_bytes(self.token, what))
             if self.previous_token is not None:
-                previous = _token_bytes(self.previous_token, f"{what} previous_token")
+                previous = token_bytes(self.previous_token, f"{what} previous_token")
                 if previous == self.token:
                     raise InvalidConfiguration(
                         f"{what}: previous_token is its token; give the token being "
@@ -346,11 +319,19 @@ class ClientAccess:
         self.ssl_context = ssl_context
         self.grants: dict[str, ClientGrant] = {}
         tagged: dict[int, str] = {}
+        tokens: dict[bytes, str] = {}
         for grant in grants:
             if not isinstance(grant, ClientGrant):
                 raise InvalidConfiguration(f"expected ClientGrant objects, got {shown(grant)}")
             if grant.name in self.grants:
                 raise InvalidConfiguration(f"client {grant.name!r} is listed twice")
+            for token in (grant.token, grant.previous_token):
+                holder = None if token is None else tokens.setdefault(token, grant.name)
+                if holder not in (None, grant.name):
+                    raise InvalidConfiguration(
+                        f"clients {holder!r} and {grant.name!r} share a token (a token or "
+                        "previous token of one is the other's): whoever holds it could link "
+                        "as either, with its permissions; give each client its own")
             other = tagged.setdefault(owner_tag(grant.name), grant.name)
             if other != grant.name:
                 raise InvalidConfiguration(

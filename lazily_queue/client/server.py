@@ -65,6 +65,7 @@ from .op_admission import admitted_op, timeout_of
 from .outbox import AnswerBudget
 from .ping import ping_answer
 from .popped import Giving
+from .token_use import PreviousTokens
 from .watchers import Watchers
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class ClientServer:
         self._conns: set[ClientConnection] = set()
         #: The links open per client and in all, against their caps (:mod:`.link_caps`).
         self.links = LinkCaps(node.node_id, access.max_links, fd_room(), len(access.grants))
+        self.previous_tokens = PreviousTokens(node.node_id)
         #: Closes client links gone silent (:mod:`.idle`).
         self.idle = IdleLinks(self._conns, refuse_waiting=lambda conn, waited: refuse_waiting(
             conn, node.node_id, self.frame_budget, waited))
@@ -167,7 +169,8 @@ class ClientServer:
     def stats(self) -> dict[str, Any]:
         """Connected clients, requests served and refused, requests in flight now and
         the ops proposed at most at once (:mod:`.proposal_window`), links closed for their
-        silence (:mod:`.idle`), refused over a cap (:mod:`.link_caps`), frames waiting."""
+        silence (:mod:`.idle`), refused over a cap (:mod:`.link_caps`), frames waiting,
+        links per client proven with its previous token (:mod:`.token_use`)."""
         return {"addresses": list(self.addresses), "connections": len(self._conns),
                 "requests": self.requests, "refused": self.refused,
                 "idle_closed": self.idle.closed, "links_refused": self.links.refused,
@@ -176,7 +179,8 @@ class ClientServer:
                 self.frame_budget.waiting, "frame_budget_closed": self.idle.budget_closed,
                 "frames_waiting": self.in_hand.waiting, "in_flight": self._slots.used,
                 "waiting": self._fair.waiting, "window": self._fair.window,
-                "watched": len(self._watchers.by_key)}
+                "watched": len(self._watchers.by_key),
+                "previous_token_links": dict(self.previous_tokens.links)}
 
     # -- a client link -----------------------------------------------------------------------
 
@@ -192,6 +196,7 @@ class ClientServer:
             await self.links.refuse(stream, refusal)
             return
         stream.channel.use_frame_budget(self.frame_budget, grant.name)
+        self.previous_tokens.seen(stream, grant.name)
         try:
             await self._serve(stream, grant)
         finally:

@@ -278,7 +278,8 @@ def client_access(clients: tuple[ClientConfig, ...], listen: tuple[str, ...] | N
     if not clients:
         return None
     from ..config import ConfigError
-    from .access import ClientAccess, token_from_env, token_from_file
+    from .access import ClientAccess
+    from .tokens import token_from_env, token_from_file
 
     grants = []
     for client in clients:

@@ -35,6 +35,17 @@ async def test_a_client_links_with_the_token_or_the_previous_one(short_tmp: Path
         await node.barrier()
         assert node.view.queue("jobs").elements() == [  # type: ignore[union-attr]
             OLD.decode(), NEW.decode()]
+        assert node.status()["clients"]["previous_token_links"] == {"web": 1}
+
+
+def test_two_clients_sharing_a_token_are_refused() -> None:
+    web = ClientGrant("web", NEW, produce=["jobs"], previous_token=OLD)
+    for other in (ClientGrant("billing", OLD, admin=["*"]),
+                  ClientGrant("billing", b"billing-token", admin=["*"], previous_token=NEW)):
+        with pytest.raises(InvalidConfiguration,
+                           match="clients 'web' and 'billing' share a token"):
+            ClientAccess([web, other])
+    ClientAccess([web, ClientGrant("billing", b"billing-token", previous_token=b"old-billing")])
 
 
 @pytest.mark.parametrize(("grant", "error"), [

@@ -112,10 +112,11 @@ async def test_a_mesh_hands_clients_to_its_client_handler_never_to_a_peer_link()
 
 
 async def test_a_client_proves_either_of_two_tokens_while_one_replaces_the_other() -> None:
-    linked: list[str | None] = []
+    linked: list[tuple[str | None, int | None]] = []
 
     async def handler(stream: LinkStream) -> None:
-        linked.append(stream.extra(LinkAttribute.credential))
+        linked.append((stream.extra(LinkAttribute.credential),
+                       stream.extra(LinkAttribute.credential_token)))
         await stream.send(b"hello client")
         await anyio.sleep_forever()
 
@@ -134,4 +135,4 @@ async def test_a_client_proves_either_of_two_tokens_while_one_replaces_the_other
                 await stream.aclose()
         with pytest.raises(AuthenticationError, match="wrong token"):
             await dial(listener.address, client_config(token=b"neither-of-the-two"))
-    assert linked == ["web", "web"]
+    assert linked == [("web", 0), ("web", 1)]  # which of the two each proved

@@ -63,6 +63,9 @@ class LinkAttribute(TypedAttributeSet):
     remote_address: str = typed_attribute()
     #: The credential a client authenticated with; ``None`` on a link between peers.
     credential: str | None = typed_attribute()
+    #: Which of its credential's tokens a client proved (0: the first the lookup gave,
+    #: 1: the next); ``None`` on a link between peers or proven by a certificate.
+    credential_token: int | None = typed_attribute()
 
 
 class FrameStream(ObjectStream[bytes]):

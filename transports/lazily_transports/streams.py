@@ -148,6 +148,7 @@ async def establish(
         LinkAttribute.fragmentation_supported: negotiated.fragmentation_supported,
         LinkAttribute.authenticated: agreed.authenticated,
         LinkAttribute.credential: agreed.credential,
+        LinkAttribute.credential_token: agreed.credential_token,
     }
     return LinkStream(channel, {key: _constant(value) for key, value in values.items()})
 

@@ -122,6 +122,8 @@ class Agreement:
     authenticated: bool
     epoch: int
     credential: str | None = None
+    #: Which of the client's tokens it proved (see ``LinkAttribute.credential_token``).
+    credential_token: int | None = None
 
 
 async def exchange(
@@ -274,10 +276,11 @@ class _Exchange:
             await _refuse(channel, exc.field, exc.message)
             raise
         certified = client is not None and secret is None
+        token = None
         if secret is not None:
             label = _LABEL if client is None else _CLIENT_LABEL
-            await _authenticate(channel, secret, self.initiator, hello, remote_frame, label,
-                                peer_id)
+            token = await _authenticate(channel, secret, self.initiator, hello, remote_frame,
+                                        label, peer_id)
         self.proven = secret is not None or certified
         # From here on the peer is authenticated (or both sides opted out of it).
         if self.probing:
@@ -305,7 +308,8 @@ class _Exchange:
         channel.handshake_done()
         epoch = next_epoch(config.session_id, config.peer_id, peer_id)
         self.agreement = Agreement(remote.handshake, negotiated,
-                                   secret is not None or certified, epoch, client)
+                                   secret is not None or certified, epoch, client,
+                                   token if client is not None else None)
         return ""
 
     def _peer_checks(self, peer_id: int, remote_auth: str, auth: str) -> bytes | None:
@@ -362,11 +366,11 @@ async def _probe_reply(channel: DataChannel) -> str:
 async def _authenticate(
     channel: DataChannel, secret: bytes | tuple[bytes, ...], initiator: bool, hello: bytes,
     remote_frame: bytes, label: bytes, peer_id: int,
-) -> None:
+) -> int:
     """The mutual proof. The dialer proves first; the acceptor checks that proof before
     it sends its own, so whoever dials it without the secret (or the token) never gets
     a proof to guess the secret from offline. An acceptor given several tokens accepts a
-    proof made with any of them and proves itself with that one."""
+    proof made with any of them and proves itself with that one; returns its index."""
     dialer_hello, acceptor_hello = (hello, remote_frame) if initiator else (remote_frame, hello)
     ours, theirs = (b"dialer", b"acceptor") if initiator else (b"acceptor", b"dialer")
     keys = secret if isinstance(secret, tuple) else (secret,)
@@ -382,16 +386,17 @@ async def _authenticate(
     proof = reply.get("proof")
     proven = None
     if isinstance(proof, bytes):
-        for key in keys:
+        for index, key in enumerate(keys):
             if hmac.compare_digest(proof, _proof(key, theirs, dialer_hello, acceptor_hello,
                                                  label)):
-                proven = key
+                proven = index
     if proven is None:
         await _refuse(channel, "auth", PROOF_REFUSED)
         raise _failed(label, peer_id)
     if not initiator:
         await channel.send(encode_message(
-            {"proof": _proof(proven, ours, dialer_hello, acceptor_hello, label)}))
+            {"proof": _proof(keys[proven], ours, dialer_hello, acceptor_hello, label)}))
+    return proven
 
 
 def _failed(label: bytes, peer_id: int) -> AuthenticationError:
