@@ -10,6 +10,7 @@ It pushes three jobs, works them off and exits.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sys
 import tempfile
 from typing import Any
@@ -34,7 +35,8 @@ async def work(node: Any) -> None:
 async def main(address: str | None) -> None:
     if address is None:
         with tempfile.TemporaryDirectory() as data:
-            async with Node(1, data_dir=data, listen="tcp://127.0.0.1:0", secret="dev") as node:
+            async with Node(1, data_dir=data, listen="tcp://127.0.0.1:0",
+                            secret=secrets.token_hex(32)) as node:
                 await work(node)
     else:
         async with lazily_queue.connect(address) as node:

@@ -60,9 +60,9 @@ def mesh_network(node: Node, *, secret: bytes | None, allow_unauthenticated: boo
     clients = node.clients
     if weak_secret(secret, [node.listen, *node.peers.values()]):
         log.warning(
-            "node %s: the cluster secret has %d bytes and members link over a network: "
-            "whoever reaches a member's address can try guesses of it, and nothing limits "
-            "how many; use at least %d random bytes (openssl rand -hex 32)",
+            "node %s: the cluster secret has %d bytes and this member listens or dials "
+            "over a network: whoever reaches its address can try guesses of it, and "
+            "nothing limits how many; use at least %d random bytes (openssl rand -hex 32)",
             node.node_id, len(secret or b""), SHORT_SECRET)
     return MeshNetwork(
         node.node_id,

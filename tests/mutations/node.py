@@ -200,8 +200,8 @@ MUTATIONS = [
         "another source"),
     Mutation(
         "http-unread-answers-kept", "lazily_queue/service_http.py",
-        "                                                 stall_limit=HTTP_IDLE_TIMEOUT)",
-        "                                                 stall_limit=None)",
+        "self.connections = http_gate.Connections(gate, stall_limit=HTTP_IDLE_TIMEOUT)",
+        "self.connections = http_gate.Connections(gate, stall_limit=None)",
         ("tests/integrations/test_service_http.py::"
          "test_a_reader_that_does_not_take_its_answers_is_closed",),
         "a connection whose reader does not take its answers is closed"),

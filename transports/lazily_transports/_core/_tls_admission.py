@@ -55,7 +55,7 @@ class ServerTLS:
         try:
             secure = await loop.start_tls(raw, protocol, context, server_side=True,
                                           ssl_handshake_timeout=timeout)
-        except (OSError, RuntimeError, TimeoutError, asyncio.CancelledError):
+        except (Exception, asyncio.CancelledError):  # any failure: the slot is given back
             secure = None
         if secure is None or secure.is_closing():
             raw.abort()
