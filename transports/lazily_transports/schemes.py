@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import ssl
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -243,13 +244,17 @@ async def _connected(address: str, config: LinkConfig, timeout: float,
                      ssl_context: ssl.SSLContext | None, schemes: SchemeTable | None
                      ) -> DataChannel:
     """A raw channel to ``address`` (handshake not yet run), connected within ``timeout``
-    seconds by the transport ``schemes`` (default ``DEFAULT_SCHEMES``) gives its scheme."""
+    seconds by the transport ``schemes`` (default ``DEFAULT_SCHEMES``) gives its scheme;
+    a host name that does not resolve raises ``socket.gaierror`` naming the address."""
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
     try:
         async with asyncio.timeout(timeout):
             return await transport.connect(address, config, ssl_context=ssl_context)
     except TimeoutError:
         raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
+    except socket.gaierror as exc:
+        raise socket.gaierror(exc.errno, f"the host name of {address} does not resolve "
+                                         f"({exc.strerror})") from None
 
 
 def _expecting(expected: int) -> PeerFilter:

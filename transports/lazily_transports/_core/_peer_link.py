@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import socket
 import ssl
 import time
 from typing import Any
@@ -229,9 +230,12 @@ class PeerLink:
                          error)
             return
         self._said_unreachable = True
+        check = ("that its host name resolves here (this node keeps trying it)"
+                 if isinstance(error, socket.gaierror)
+                 else "that it runs and listens at this address")
         logger.warning("%s peer %d at %s failed: %s; not reached in %.0fs since this node "
-                       "started: check that it runs and listens at this address",
-                       doing, self.peer_id, self.address, error, waited)
+                       "started: check %s", doing, self.peer_id, self.address, error, waited,
+                       check)
 
     def note_trouble(self, outcome: str, *, transient: bool = False) -> None:
         """``outcome`` is why the link is down now; a ``transient`` one (the link dropped

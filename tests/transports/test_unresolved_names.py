@@ -1,0 +1,63 @@
+"""A peer whose host name does not resolve: the failure names the address, and the one
+warning about a peer never reached says to check the name, not whether it listens."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from typing import Any
+
+import pytest
+from lazily_transports import Mesh, dial, probe
+from transport_helpers import eventually, make_config
+
+pytestmark = pytest.mark.timeout(30)
+
+FAST = {"backoff_initial": 0.01, "backoff_max": 0.1, "connect_timeout": 2.0}
+HOST = "peer.lazily-unnamed.test"
+
+
+@pytest.fixture(autouse=True)
+def unnamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """:data:`HOST` is in no DNS."""
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == HOST:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.mark.parametrize("address", [f"tcp://{HOST}:7002", f"ws://{HOST}:7002/raft"])
+@pytest.mark.parametrize("reach", [dial, probe])
+async def test_a_dial_or_probe_of_a_name_not_in_dns_names_the_address(
+        address: str, reach: Any) -> None:
+    with pytest.raises(socket.gaierror) as info:
+        await reach(address, make_config(1))
+    assert str(info.value) == (f"[Errno {socket.EAI_NONAME}] the host name of {address} does "
+                               "not resolve (Name or service not known)")
+    assert info.value.errno == socket.EAI_NONAME
+
+
+@pytest.mark.parametrize("dials", [True, False])
+async def test_a_member_whose_name_never_resolves_is_said_once_to_check_the_name(
+        dials: bool, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="lazily_transports")
+    nowhere = f"tcp://{HOST}:7002"
+    me, peer = (1, 2) if dials else (2, 1)
+    async with Mesh(make_config(me), "tcp://127.0.0.1:0", {peer: nowhere}, probe_after=0.01,
+                    unreachable_after=0.0, **FAST) as mesh:  # type: ignore[arg-type]
+        doing = "dialing" if dials else "probing"
+
+        def failures(level: int) -> list[logging.LogRecord]:
+            return [r for r in caplog.records if r.levelno == level
+                    and r.getMessage().startswith(f"{doing} peer {peer} at {nowhere} failed")]
+
+        await eventually(lambda: len(failures(logging.DEBUG)) >= 2)
+        [warning] = failures(logging.WARNING)
+        assert "the host name of" in warning.getMessage()
+        assert warning.getMessage().endswith(
+            "check that its host name resolves here (this node keeps trying it)")
+        assert "does not resolve" in (mesh.trouble(peer) or "")
