@@ -68,6 +68,7 @@ the fix. The secret is never read from the command line or written to logs.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import tomllib
@@ -123,6 +124,8 @@ if TYPE_CHECKING:
     from .client.access import ClientAccess
     from .node import Durability, Node
 
+log = logging.getLogger(__name__)
+
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
      "startup_timeout", "max_message_bytes", "peers", "app", "admin_token_env",
@@ -171,6 +174,8 @@ class NodeConfig:
     dedup: DedupLimits | None = None
     #: Objects of each kind ``/metrics`` shows by name (:mod:`.metrics_names`).
     metrics_named_objects: int = DEFAULT_NAMED_OBJECTS
+    #: Peers whose host name did not resolve when the file was read: peer -> host.
+    unresolved_peers: dict[int, str] = field(default_factory=dict)
 
     @property
     def http_url(self) -> str | None:
@@ -199,8 +204,16 @@ class NodeConfig:
         return ConfigError(f"{self.source}: {message}")
 
     def node(self, **overrides: Any) -> Node:
-        """A :class:`~lazily_queue.node.Node` built from this configuration."""
+        """A :class:`~lazily_queue.node.Node` built from this configuration; a warning
+        names each peer whose host name did not resolve when the file was read."""
         from .node import Node
+
+        for peer, host in self.unresolved_peers.items():
+            log.warning(
+                "node %s: peer %s's host %s (%s in [peers]) does not resolve yet; this "
+                "node keeps trying it with backoff and links once the name resolves: if it "
+                "never links, check the name", self.node_id, peer, shown(host),
+                shown(self.peers[peer]))
 
         kwargs: dict[str, Any] = {
             "data_dir": self.data_dir,
@@ -308,8 +321,8 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
             f"{node_id} the address {shown(own)}; every node needs its own id"
         )
     check_address(listen, fail, "`listen`", listening=True, node_id=node_id)
-    for peer, address in peers.items():
-        check_address(address, fail, f"peer {peer}", listening=False, node_id=peer)
+    unresolved = {peer: host for peer, address in peers.items() if (host := check_address(
+        address, fail, f"peer {peer}", listening=False, node_id=peer)) is not None}
     if problem := peer_address_problem(node_id, listen, peers, "set `id = {peer}`", same):
         raise fail(problem)
     secret_env, secret_file = doc.get("secret_env"), doc.get("secret_file")
@@ -389,4 +402,5 @@ def parse_config(doc: dict[str, Any], *, base: Path, source: str = "<config>") -
         webrtc=webrtc,
         dedup=parse_dedup(doc.get("dedup"), fail),
         metrics_named_objects=parse_metrics(doc.get("metrics"), fail),
+        unresolved_peers=unresolved,
     )

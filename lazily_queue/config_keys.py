@@ -163,9 +163,12 @@ def link_address_host(address: str, *, listening: bool,
 
 
 def check_address(address: str, fail: Any, what: str, *, listening: bool,
-                  node_id: int | None = None) -> None:
+                  node_id: int | None = None) -> str | None:
     """Refuse an address whose scheme, form, host, socket directory or optional extra is
-    not usable here (``node_id``: the node the address is of)."""
+    not usable here (``node_id``: the node the address is of). A host name that does
+    not resolve now refuses an address to listen on (it must be bound); a peer's is
+    returned instead (``None`` when it resolves), as it may be published in DNS only
+    once that peer runs."""
     try:
         scheme = scheme_of(address)
         if scheme == "unix":
@@ -181,15 +184,19 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool,
             raise fail(f"{what} address {shown(address)}: unsupported scheme {shown(scheme)} "
                        f"({SCHEMES_HINT})")
         named = link_address_host(address, listening=listening, node_id=node_id)
+        unresolved = None
         if named is not None:
             host, port = named
             try:
                 socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except (OSError, UnicodeError) as exc:  # UnicodeError: a label over 63 characters
-                reason = getattr(exc, "strerror", None) or exc
-                raise fail(f"{what} address {shown(address)}: host {shown(host)} cannot be "
-                           f"resolved ({reason})") from None
+                if listening or isinstance(exc, UnicodeError):
+                    reason = getattr(exc, "strerror", None) or exc
+                    raise fail(f"{what} address {shown(address)}: host {shown(host)} cannot "
+                               f"be resolved ({reason})") from None
+                unresolved = host
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
+        return unresolved
     except MissingDependencyError as exc:
         raise fail(f"{what} address {shown(address)}: {exc}") from None
     except AddressError as exc:

@@ -223,7 +223,7 @@ def check_clients_tls(clients_listen: tuple[str, ...] | None, tls: TLSFiles | No
 
 
 def parse_clients_listen(raw: Any, has_clients: bool, raft: Collection[str], fail: Fail,
-                         check: Callable[[str], None]) -> tuple[str, ...] | None:
+                         check: Callable[[str], object]) -> tuple[str, ...] | None:
     """The top-level ``clients`` key: one address or a list, none of them a Raft one."""
     if raw is None:
         return None
