@@ -23,6 +23,7 @@ from lazily_transports import (
     probe,
 )
 from lazily_transports._core import _peer_link
+from lazily_transports._core._probe_notes import read_answer
 from transport_helpers import address_for, eventually, make_config, unique_memory_address
 
 pytestmark = pytest.mark.timeout(30)
@@ -361,3 +362,20 @@ async def test_the_trouble_says_since_when_it_stands(
         assert mesh.trouble_since(2) == 1005.0
         link.trouble = None
         assert mesh.trouble_since(2) is None
+
+
+async def test_a_link_moved_to_another_address_tells_no_failure_of_the_former_one(
+        short_tmp: Path) -> None:
+    """A dialer readdressed after failing at a peer's former address answers the peer's
+    probe with the address it dials now and no failure met elsewhere: the prober then
+    reads a link on its way, not a `[peers]` to check."""
+    former, moved = (f"unix://{short_tmp}/{name}.sock" for name in ("former", "moved"))
+    async with Mesh(make_config(1), None, {2: former}, backoff_initial=60.0,
+                    backoff_max=60.0) as mesh:
+        await eventually(lambda: mesh.trouble(2) is not None)  # one dial, the next in 60 s
+        assert f"node 1 dials node 2 at {former}, last failure " in (
+            mesh._incoming.answer_probe(2, frozenset()))
+        mesh.readdress(2, moved)
+        answer = mesh._incoming.answer_probe(2, frozenset())
+        assert answer == f"node 1 dials node 2 at {moved}"
+        assert read_answer(2, answer, 0.0).level == logging.DEBUG

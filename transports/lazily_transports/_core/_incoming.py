@@ -78,7 +78,7 @@ class IncomingLinks:
             return f"node {me} waits for node {peer_id} to dial"
         if link.refused is not None:
             return refusal_note(me, peer_id, link.refused)
-        return dialing_note(me, peer_id, link.address, link.trouble,
+        return dialing_note(me, peer_id, link.address, link.dial_failure,
                             time.monotonic() - link.failed_at)
 
     def _vetted(self, link: PeerLink, features: frozenset[str]) -> str | None:

@@ -101,6 +101,8 @@ class PeerLink:
         self._closed = False
         self.epoch = 0
         self._trouble: str | None = None
+        #: The address :attr:`trouble` was met at.
+        self._trouble_at = address
         self.trouble_since: float | None = None
         #: Why the last connection ended (None before one did).
         self.last_down: str | None = None
@@ -118,9 +120,16 @@ class PeerLink:
 
     @trouble.setter
     def trouble(self, outcome: str | None) -> None:
+        self._trouble_at = self.address
         if outcome != self._trouble:
             self._trouble = outcome
             self.trouble_since = None if outcome is None else time.time()
+
+    @property
+    def dial_failure(self) -> str | None:
+        """:attr:`trouble` when it was met at the address tried now (``None`` once the
+        link is moved to another address, until something is met there)."""
+        return self._trouble if self._trouble_at == self.address else None
 
     # -- sending ------------------------------------------------------------------------
 
