@@ -194,17 +194,22 @@ async def test_a_dial_failure_handled_after_the_peer_listened_is_still_late(
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
+@pytest.mark.parametrize("added", [False, True])
 @pytest.mark.parametrize("dials", [True, False])
 async def test_a_member_never_reached_is_said_once_with_what_to_check(
-    dials: bool, short_tmp: Path, caplog: pytest.LogCaptureFixture
+    dials: bool, added: bool, short_tmp: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A member that is down (or listens elsewhere) is logged once at WARNING, by the
-    node that dials it and by the one that probes it, after ``unreachable_after``."""
+    node that dials it and by the one that probes it, after ``unreachable_after`` from
+    the mesh's start, or from when it was ``added`` to a running mesh."""
     caplog.set_level(logging.DEBUG, logger="lazily_transports")
     nowhere = f"unix://{short_tmp}/nowhere.sock"
     me, peer = (1, 2) if dials else (2, 1)
-    async with Mesh(make_config(me), address_for("unix", short_tmp), {peer: nowhere},
-                    probe_after=0.01, unreachable_after=0.0, **FAST) as mesh:  # type: ignore[arg-type]
+    async with Mesh(make_config(me), address_for("unix", short_tmp),
+                    {} if added else {peer: nowhere}, probe_after=0.01,
+                    unreachable_after=0.0, **FAST) as mesh:  # type: ignore[arg-type]
+        if added:
+            mesh.add_peer(peer, nowhere)
         doing = "dialing" if dials else "probing"
 
         def failures(level: int) -> list[logging.LogRecord]:
@@ -213,7 +218,9 @@ async def test_a_member_never_reached_is_said_once_with_what_to_check(
 
         await eventually(lambda: len(failures(logging.DEBUG)) >= 2)
         [warning] = failures(logging.WARNING)
-        assert "check that it runs and listens at this address" in warning.getMessage()
+        assert warning.getMessage().endswith(
+            "s since this node began trying it: check that it runs and listens at this "
+            "address")
         assert not mesh.is_up(peer)
 
 

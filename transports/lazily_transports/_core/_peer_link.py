@@ -231,7 +231,8 @@ class PeerLink:
     def _routine_failure(self, doing: str, error: object) -> None:
         """Log a peer found unreachable: at DEBUG, except once at WARNING, with what to
         check, when it was never reached (linked, or answering a dial or probe with a
-        refusal, which was said) ``unreachable_after`` seconds after ``start``."""
+        refusal, which was said) ``unreachable_after`` seconds after ``start`` (when the
+        mesh started, or the peer was added to a running one)."""
         waited = time.monotonic() - self._started_at
         if (self.counters.connects or self._answered or self._said_unreachable
                 or waited < self._unreachable_after):
@@ -243,8 +244,8 @@ class PeerLink:
                  if isinstance(error, socket.gaierror)
                  else "that it runs and listens at this address")
         logger.warning("%s peer %d at %s failed: %s; not reached in %.0fs since this node "
-                       "started: check %s", doing, self.peer_id, self.address, error, waited,
-                       check)
+                       "began trying it: check %s", doing, self.peer_id, self.address, error,
+                       waited, check)
 
     def note_trouble(self, outcome: str, *, transient: bool = False) -> None:
         """``outcome`` is why the link is down now; a ``transient`` one (the link dropped
