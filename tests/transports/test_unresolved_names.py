@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -61,3 +62,19 @@ async def test_a_member_whose_name_never_resolves_is_said_once_to_check_the_name
         assert warning.getMessage().endswith(
             "check that its host name resolves here (this node keeps trying it)")
         assert "does not resolve" in (mesh.trouble(peer) or "")
+
+
+async def test_a_member_probing_a_dialer_that_cannot_resolve_its_name_is_told_so(
+        short_tmp: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Node 2 probes node 1, which dials it by a name node 1 cannot resolve: node 2 says
+    that name is the trouble, not node 1's ``[peers]``."""
+    caplog.set_level(logging.WARNING, logger="lazily_transports")
+    one, two = (f"unix://{short_tmp}/n{i}.sock" for i in (1, 2))
+    async with Mesh(make_config(2), two, {1: one}, probe_after=0.01, **FAST) as second:  # type: ignore[arg-type]
+        async with Mesh(make_config(1), one, {2: f"tcp://{HOST}:7002"}, **FAST):  # type: ignore[arg-type]
+            await eventually(lambda: "cannot resolve" in (second.trouble(1) or ""))
+            trouble = second.trouble(1) or ""
+    assert trouble.endswith(": the peer cannot resolve the host name it dials this node at: "
+                            "check that name where peer 1 runs (it keeps trying)"), trouble
+    assert f"the host name of tcp://{HOST}:7002 does not resolve" in trouble
+    assert not [r for r in caplog.records if "[peers]" in r.getMessage()]

@@ -19,6 +19,7 @@ from ._core._authentication import (
     ProbeAnswer,
     probe_channel,
 )
+from ._core._probe_notes import unresolved
 from ._core._refusal_log import RefusalLog
 from .abc import DataChannel, Listener, Transport
 from .config import LinkConfig
@@ -253,8 +254,7 @@ async def _connected(address: str, config: LinkConfig, timeout: float,
     except TimeoutError:
         raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
     except socket.gaierror as exc:
-        raise socket.gaierror(exc.errno, f"the host name of {address} does not resolve "
-                                         f"({exc.strerror})") from None
+        raise socket.gaierror(exc.errno, unresolved(address, exc.strerror or str(exc))) from None
 
 
 def _expecting(expected: int) -> PeerFilter:

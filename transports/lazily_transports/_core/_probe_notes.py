@@ -7,7 +7,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-__all__ = ["ProbeReading", "dialing_note", "read_answer", "refusal_note"]
+__all__ = ["ProbeReading", "dialing_note", "read_answer", "refusal_note", "unresolved"]
 
 _DIALING = re.compile(
     r"node (?P<me>\d+) dials node (?P<peer>\d+) at (?P<address>\S+?)"
@@ -16,6 +16,14 @@ _DIALING = re.compile(
 )
 #: How :mod:`ssl` names a certificate the dialer could not verify, in its messages.
 _CERTIFICATE_REFUSED = "CERTIFICATE_VERIFY_FAILED"
+#: How :func:`unresolved` ends the first part of its message.
+_UNRESOLVED = " does not resolve ("
+
+
+def unresolved(address: str, reason: str) -> str:
+    """The failure of a dial or probe of ``address`` whose host name did not resolve
+    (``reason``: the resolver's words), as the dialer's answer to a probe quotes it."""
+    return f"the host name of {address}{_UNRESOLVED}{reason})"
 
 
 def refusal_note(refuser: int, refused: int, reason: str = "") -> str:
@@ -68,6 +76,9 @@ def read_answer(peer_id: int, note: str, listened_for: float) -> ProbeReading:
         if failure is not None and _CERTIFICATE_REFUSED in failure:
             hint = ("it cannot verify this node's TLS certificate: give this node one signed "
                     "by the CA in the peer's `ca` that names the address the peer dials")
+        elif failure is not None and _UNRESOLVED in failure:
+            hint = (f"the peer cannot resolve the host name it dials this node at: check that "
+                    f"name where peer {peer_id} runs (it keeps trying)")
         late = failure is None or (dialing["age"] is not None
                                    and float(dialing["age"]) >= listened_for)
         note = f"node {dialing['me']} dials node {dialing['peer']} at {dialing['address']}"
