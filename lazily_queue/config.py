@@ -68,7 +68,6 @@ the fix. The secret is never read from the command line or written to logs.
 
 from __future__ import annotations
 
-import logging
 import os
 import stat
 import tomllib
@@ -102,6 +101,7 @@ from .config_keys import (
     parse_peers,
     parse_string,
     refuse_odd_text,
+    say_unresolved,
 )
 from .config_transport import (
     WebRTCConfig,
@@ -123,8 +123,6 @@ from .small_files import read_bounded
 if TYPE_CHECKING:
     from .client.access import ClientAccess
     from .node import Durability, Node
-
-log = logging.getLogger(__name__)
 
 KNOWN_KEYS = frozenset(
     {"id", "cluster", "data_dir", "listen", "http", "durability", "secret_env", "secret_file",
@@ -208,13 +206,7 @@ class NodeConfig:
         names each peer whose host name did not resolve when the file was read."""
         from .node import Node
 
-        for peer, host in self.unresolved_peers.items():
-            log.warning(
-                "node %s: peer %s's host %s (%s in [peers]) does not resolve yet; this "
-                "node keeps trying it with backoff and links once the name resolves: if it "
-                "never links, check the name", self.node_id, peer, shown(host),
-                shown(self.peers[peer]))
-
+        say_unresolved(self.node_id, self.unresolved_peers, self.peers)
         kwargs: dict[str, Any] = {
             "data_dir": self.data_dir,
             "peers": self.peers,

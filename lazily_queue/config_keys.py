@@ -7,6 +7,7 @@ message into a :class:`~lazily_queue.config.ConfigError` naming the file.
 
 from __future__ import annotations
 
+import logging
 import re
 import socket
 from difflib import get_close_matches
@@ -20,6 +21,8 @@ from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration, shown, shown_path
 from .metrics_names import DEFAULT_NAMED_OBJECTS, check_named_objects
 from .names import check_max_objects
+
+log = logging.getLogger("lazily_queue.config")
 
 _HTTP = re.compile(r"^(?:http://)?(?P<host>\[[0-9a-fA-F:]+\]|[^:/\[\]]+):(?P<port>\d+)/?$")
 
@@ -201,6 +204,16 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool,
         raise fail(f"{what} address {shown(address)}: {exc}") from None
     except AddressError as exc:
         raise fail(f"{what} address: {exc}") from None
+
+
+def say_unresolved(node_id: int, unresolved: dict[int, str], peers: dict[int, str]) -> None:
+    """Warn once of each peer whose host name did not resolve (``unresolved``: peer ->
+    host, as :func:`check_address` returned them)."""
+    for peer, host in unresolved.items():
+        log.warning("node %s: peer %s's host %s (%s in [peers]) does not resolve yet; this "
+                    "node keeps trying it with backoff and links once the name resolves: if "
+                    "it never links, check the name", node_id, peer, shown(host),
+                    shown(peers[peer]))
 
 
 def parse_http(raw: Any, fail: Any) -> tuple[str, int] | None:
