@@ -5,7 +5,8 @@ change to the transport's refusal lines, :func:`mesh_trouble` asks the mesh
 about one peer, :func:`link_loss` why a member's link ended (:func:`loss_known`: whether
 that is known yet), :func:`removal` whether the members refuse this node as removed,
 :func:`said_stopping`
-whether the member said it was stopping before it ended and :func:`handing_over` whom a
+whether the member said it was stopping before it ended (:func:`runs_again`: whether it
+answered since) and :func:`handing_over` whom a
 leader said it was handing leadership to."""
 
 from __future__ import annotations
@@ -135,6 +136,17 @@ def said_stopping(node: Node, member: str) -> bool:
         return getattr(goodbyes, "sent", None) is True
     said = getattr(goodbyes, "said", None)
     return isinstance(said, set) and member in said
+
+
+def runs_again(node: Node, member: str) -> bool:
+    """Whether ``member`` answered a dial or probe of the node's mesh since its last link
+    ended: a member that said it was stopping runs again, and is unlinked for another
+    reason (:func:`mesh_trouble`)."""
+    mesh = _network_part(node, "mesh")
+    try:
+        return member.isdigit() and mesh is not None and mesh.answered(int(member)) is True
+    except LookupError:
+        return False
 
 
 def handing_over(node: Node, leader: str, term: int) -> str | None:

@@ -270,7 +270,8 @@ def _members(node: Node, status: dict[str, Any], vitals: dict[str, Any] | None,
     ``removed`` when the status's ``removed`` says the others refuse it), reachability,
     match index and lag (known on the leader), its page and vitals when known, and
     ``link_problem``: why an unreachable member's link failed, as far as this node knows
-    (a refused handshake, say, or :data:`STOPPED`; ``None`` otherwise), and
+    (a refused handshake, say, or :data:`STOPPED` until it answers a dial or probe
+    again; ``None`` otherwise), and
     ``disk_problem``: why its disk refuses its journal or the leader's snapshot, as its
     own status or its last vitals read without error say (``None`` otherwise), and
     ``vitals_proof``: ``own``, ``proven`` (:mod:`.vitals_proof`), ``none`` (read without
@@ -331,9 +332,9 @@ def _removal(node: Node) -> dict[str, Any] | None:
 
 
 def _link_problem(node: Node, member: str) -> str | None:
-    from .link_trouble import explained, mesh_trouble, said_stopping
+    from .link_trouble import explained, mesh_trouble, runs_again, said_stopping
 
-    if said_stopping(node, member):
+    if said_stopping(node, member) and not runs_again(node, member):
         return STOPPED
     trouble = mesh_trouble(node, int(member)) if member.isdigit() else None
     return None if trouble is None else explained(trouble)

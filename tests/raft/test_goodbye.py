@@ -216,6 +216,28 @@ async def test_the_status_names_a_member_that_stopped_cleanly(nodes: dict[int, N
     assert f"member 2: {STOPPED}" in status["health"]["reasons"]
 
 
+async def test_a_member_that_stopped_cleanly_and_answers_again_is_shown_as_it_is(
+        nodes: dict[int, Node], tmp_path: Path) -> None:
+    """Node 2 said goodbye, then runs again with another secret: node 1's dial is
+    refused, and the status says so rather than that node 2 stopped."""
+    await _node_1_leads(nodes)
+    await nodes[2].stop()
+    await until(lambda: "2" not in nodes[1].status()["connected"], "node 2's link down")
+    assert _problem(nodes[1], "2") == STOPPED and not _network(nodes[1]).mesh.answered(2)
+    peers = {i: f"unix://{tmp_path}/n{i}.sock" for i in (1, 2, 3)}  # as three_nodes has
+    again = Node(2, data_dir=tmp_path / "2-again", peers=peers, secret=b"another secret",
+                 durability="none")
+    async with again:
+        await until(lambda: _network(nodes[1]).mesh.answered(2), "node 2 answers")
+        problem = _problem(nodes[1], "2")
+        assert problem != STOPPED and problem, problem
+        assert "secret" in problem, problem
+
+
+def _problem(node: Node, member: str) -> str | None:
+    return next(m["link_problem"] for m in node_status(node)["members"] if m["id"] == member)
+
+
 async def test_a_stop_goes_on_whatever_the_goodbye_or_the_transfer_meets(
         nodes: dict[int, Node], monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:

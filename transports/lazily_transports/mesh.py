@@ -233,6 +233,11 @@ class Mesh:
         """When :meth:`trouble` came to say what it says (``time.time()``; None while up)."""
         return self._link(peer_id).trouble_since
 
+    def answered(self, peer_id: int) -> bool:
+        """Whether ``peer_id`` answered a dial or probe (a refusal, how it dials us) since
+        its last connection ended: its process runs, whatever it said before."""
+        return self._link(peer_id).answered
+
     def last_down(self, peer_id: int) -> str | None:
         """Why the last connection to ``peer_id`` ended, as its ``PeerDown`` said (None
         before one ended). Links end silently here: the event is how a mesh's user

@@ -93,8 +93,9 @@ class PeerLink:
         self._unreachable_after = unreachable_after
         self._started_at = 0.0
         self._said_unreachable = False
-        #: The peer answered a dial or probe (refusing it, say): it is not unreachable.
-        self._answered = False
+        #: The peer answered a dial or probe (refusing it, say) since the last connection
+        #: ended (or since the start): it is not unreachable, it runs.
+        self.answered = False
         #: When the current connection became current, and when the last failed dial
         #: began (``time.monotonic``).
         self.up_since = self.failed_at = 0.0
@@ -205,7 +206,7 @@ class PeerLink:
                 if routine and not isinstance(exc, HandshakeError):
                     self._routine_failure("dialing", exc)
                 else:  # said once a reason, until a link is established
-                    self._answered = True
+                    self.answered = True
                     logger.log(self._said.level(str(exc)), "dialing peer %d at %s failed: %s",
                                self.peer_id, self.address, exc)
                 await anyio.sleep(self._backoff.next())
@@ -234,7 +235,7 @@ class PeerLink:
         refusal, which was said) ``unreachable_after`` seconds after ``start`` (when the
         mesh started, or the peer was added to a running one)."""
         waited = time.monotonic() - self._started_at
-        if (self.counters.connects or self._answered or self._said_unreachable
+        if (self.counters.connects or self.answered or self._said_unreachable
                 or waited < self._unreachable_after):
             logger.debug("%s peer %d at %s failed: %s", doing, self.peer_id, self.address,
                          error)
@@ -262,7 +263,7 @@ class PeerLink:
             note = await probe(self.address, self._config, **self._reach())
         except HandshakeError as exc:
             if not isinstance(exc, HandshakeTimeoutError):
-                self._answered = True
+                self.answered = True
             outcome = str(exc)
             transient = exc.field == "handshake"
             if isinstance(exc, HandshakeTimeoutError) or transient:
@@ -277,6 +278,7 @@ class PeerLink:
         except Exception as exc:  # a probe is advisory: report anything and go on
             outcome, detail = f"probe failed: {exc!r}", exc
         else:
+            self.answered = True
             if note and note.startswith(refusal_note(self.peer_id, self._config.peer_id)):
                 # It dials us and refuses what it reaches after authentication (say, an
                 # impostor of this id): a configuration problem, said as a refusal.
@@ -376,7 +378,7 @@ class PeerLink:
             self._pump.cancel()
         self._pump = None
         epoch = channel.extra(LinkAttribute.epoch)
-        self.last_down = reason
+        self.last_down, self.answered = reason, False
         logger.info("peer %d down (epoch %d): %s", self.peer_id, epoch, reason)
         self._events.put_control(PeerDown(self.peer_id, epoch, reason))
 
