@@ -173,7 +173,7 @@ class NodeConfig:
     #: Objects of each kind ``/metrics`` shows by name (:mod:`.metrics_names`).
     metrics_named_objects: int = DEFAULT_NAMED_OBJECTS
     #: Peers whose host name did not resolve when the file was read: peer -> host.
-    unresolved_peers: dict[int, str] = field(default_factory=dict)
+    unresolved_peers: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def http_url(self) -> str | None:

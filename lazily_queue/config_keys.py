@@ -166,12 +166,13 @@ def link_address_host(address: str, *, listening: bool,
 
 
 def check_address(address: str, fail: Any, what: str, *, listening: bool,
-                  node_id: int | None = None) -> str | None:
+                  node_id: int | None = None) -> tuple[str, str] | None:
     """Refuse an address whose scheme, form, host, socket directory or optional extra is
     not usable here (``node_id``: the node the address is of). A host name that does
-    not resolve now refuses an address to listen on (it must be bound); a peer's is
-    returned instead (``None`` when it resolves), as it may be published in DNS only
-    once that peer runs."""
+    not resolve now refuses an address to listen on (it must be bound), as does one no
+    resolver could ever answer for (:func:`never_resolves`); a peer's is returned
+    instead with the resolver's reason (``None`` when it resolves), as it may be
+    published in DNS only once that peer runs."""
     try:
         scheme = scheme_of(address)
         if scheme == "unix":
@@ -193,11 +194,12 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool,
             try:
                 socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
             except (OSError, UnicodeError) as exc:  # UnicodeError: a label over 63 characters
-                if listening or isinstance(exc, UnicodeError):
-                    reason = getattr(exc, "strerror", None) or exc
+                reason = getattr(exc, "strerror", None) or exc
+                never = None if isinstance(exc, UnicodeError) else never_resolves(host)
+                if listening or isinstance(exc, UnicodeError) or never is not None:
                     raise fail(f"{what} address {shown(address)}: host {shown(host)} cannot "
-                               f"be resolved ({reason})") from None
-                unresolved = host
+                               f"be resolved ({never or reason})") from None
+                unresolved = (host, str(reason))
         DEFAULT_SCHEMES.transport(scheme)  # an optional extra it needs must be installed
         return unresolved
     except MissingDependencyError as exc:
@@ -206,14 +208,32 @@ def check_address(address: str, fail: Any, what: str, *, listening: bool,
         raise fail(f"{what} address: {exc}") from None
 
 
-def say_unresolved(node_id: int, unresolved: dict[int, str], peers: dict[int, str]) -> None:
+#: A host name's label: letters (any script), digits, ``-`` and ``_`` (service names of
+#: container networks), neither first nor last a ``-``.
+_LABEL = re.compile(r"(?!-)[\w-]{1,63}(?<!-)")
+
+
+def never_resolves(host: str) -> str | None:
+    """Why no resolver could ever answer for ``host`` (a mistyped IPv4 address, a name
+    breaking the host name syntax), or ``None``."""
+    if re.fullmatch(r"[\d.]+", host):
+        return "not an IPv4 address: four numbers from 0 to 255 joined by dots"
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > 253 or not all(_LABEL.fullmatch(label) for label in name.split(".")):
+        return ("not a host name: labels of letters, digits, - and _ joined by dots, at "
+                "most 63 characters each and 253 in all")
+    return None
+
+
+def say_unresolved(node_id: int, unresolved: dict[int, tuple[str, str]],
+                   peers: dict[int, str]) -> None:
     """Warn once of each peer whose host name did not resolve (``unresolved``: peer ->
-    host, as :func:`check_address` returned them)."""
-    for peer, host in unresolved.items():
-        log.warning("node %s: peer %s's host %s (%s in [peers]) does not resolve yet; this "
-                    "node keeps trying it with backoff and links once the name resolves: if "
-                    "it never links, check the name", node_id, peer, shown(host),
-                    shown(peers[peer]))
+    host and the resolver's reason, as :func:`check_address` returned them)."""
+    for peer, (host, reason) in unresolved.items():
+        log.warning("node %s: peer %s's host %s (%s in [peers]) does not resolve yet (%s); "
+                    "this node keeps trying it with backoff and links once the name "
+                    "resolves: if it never links, check the name", node_id, peer, shown(host),
+                    shown(peers[peer]), reason)
 
 
 def parse_http(raw: Any, fail: Any) -> tuple[str, int] | None:

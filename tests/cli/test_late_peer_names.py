@@ -63,14 +63,15 @@ def test_a_peer_host_that_does_not_resolve_is_accepted_with_one_warning(
     config = parse(tmp_path, peers={"2": address, "3": "tcp://127.0.0.1:7003"})
     assert isinstance(config, NodeConfig)
     assert config.peers[2] == address
-    assert config.unresolved_peers == {2: "n2.no-such-host.invalid"}
+    [(_host, reason)] = config.unresolved_peers.values()  # the resolver's words, as said here
+    assert config.unresolved_peers == {2: ("n2.no-such-host.invalid", reason)} and reason
     monkeypatch.setenv("S", "the-cluster-secret")
     with caplog.at_level(logging.WARNING, logger="lazily_queue.config"):
         config.node(durability="none", data_dir=None)
     [warning] = [r.getMessage() for r in caplog.records if r.name == "lazily_queue.config"]
     assert warning.startswith("node 1: peer 2's host 'n2.no-such-host.invalid' ")
-    assert "does not resolve yet; this node keeps trying it with backoff and links once " \
-           "the name resolves: if it never links, check the name" in warning
+    assert f"does not resolve yet ({reason}); this node keeps trying it with backoff " \
+           "and links once the name resolves: if it never links, check the name" in warning
 
 
 def test_a_listen_host_that_does_not_resolve_is_refused(tmp_path: Path) -> None:
@@ -91,7 +92,8 @@ async def test_a_peer_name_published_after_start_links_without_a_restart(
     monkeypatch.setenv("S", "the-cluster-secret")
     ports = dict(zip((1, 2), free_ports(2), strict=True))
     configs = [_config(tmp_path, i, ports) for i in (1, 2)]
-    assert [c.unresolved_peers for c in configs] == [{2: f"n2{LATE}"}, {1: f"n1{LATE}"}]
+    assert [{p: h for p, (h, _) in c.unresolved_peers.items()} for c in configs] == [
+        {2: f"n2{LATE}"}, {1: f"n1{LATE}"}]
     nodes = [c.node(durability="none", data_dir=None) for c in configs]
     for node in nodes:
         await node.start()
@@ -109,3 +111,12 @@ async def test_a_peer_name_published_after_start_links_without_a_restart(
     finally:
         for node in nodes:
             await node.stop()
+
+
+@pytest.mark.parametrize("host", ["10.0.0.256", "10.0.0.1.5", "q2,orders", "q2!orders",
+                                  "-q2.orders", "q2..orders", ".".join(["h" * 63] * 4)])
+def test_a_peer_host_no_resolver_could_ever_answer_for_is_refused(
+        tmp_path: Path, host: str) -> None:
+    with pytest.raises(ConfigError, match=r"peer 2 address .* cannot be resolved \((not an? "
+                                          r"|encoding with 'idna' codec failed)"):
+        parse(tmp_path, peers={**BASE["peers"], "2": f"tcp://{host}:7002"})
