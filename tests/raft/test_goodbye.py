@@ -4,6 +4,7 @@ malformed one, is refused as a bad frame; a goodbye changes no Raft state."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -232,6 +233,26 @@ async def test_a_member_that_stopped_cleanly_and_answers_again_is_shown_as_it_is
         problem = _problem(nodes[1], "2")
         assert problem != STOPPED and problem, problem
         assert "secret" in problem, problem
+
+
+async def test_a_member_refusing_dials_as_it_stops_is_still_shown_as_stopped_cleanly(
+        nodes: dict[int, Node]) -> None:
+    """Node 2 closes its link to node 3 slowly as it stops (a partitioned peer's close):
+    meanwhile node 1 dials it again and is refused, the node shutting down; that refusal
+    is no answer of a running member, and node 2 is shown as stopped cleanly."""
+    await _node_1_leads(nodes)
+    link = _network(nodes[2]).mesh._links[3]
+    close = link.aclose
+
+    async def slow_close(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(1.0)
+        return await close(*args, **kwargs)
+
+    link.aclose = slow_close
+    await nodes[2].stop()
+    await until(lambda: "2" not in nodes[1].status()["connected"], "node 2's link down")
+    assert _problem(nodes[1], "2") == STOPPED
+    assert not _network(nodes[1]).mesh.answered(2)
 
 
 def _problem(node: Node, member: str) -> str | None:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from ._admission import LogLimiter
 from ._authentication import PeerVetter
 from ._peer_link import PeerLink
-from ._probe_notes import coming_note, dialing_note, refusal_note
+from ._probe_notes import SHUTTING_DOWN, coming_note, dialing_note, refusal_note
 
 __all__ = ["IncomingLinks"]
 
@@ -34,7 +34,7 @@ class IncomingLinks:
     def refusal(self, peer_id: int) -> str | None:
         """Why an incoming link announcing ``peer_id`` is refused before authentication."""
         if not self._running():
-            reason = "this node is shutting down"
+            reason = SHUTTING_DOWN
         elif peer_id not in self._links:
             reason = f"peer {peer_id} is not a member of this mesh"
         else:

@@ -26,7 +26,7 @@ from ..streams import LinkStream
 from ._authentication import PeerVetter
 from ._backoff import Backoff
 from ._buffered import BufferedChannel
-from ._probe_notes import read_answer, refusal_note
+from ._probe_notes import SHUTTING_DOWN, read_answer, refusal_note
 from ._pump import pump_frames, pump_outcome
 from ._refusal_log import RefusalLog
 
@@ -206,7 +206,7 @@ class PeerLink:
                 if routine and not isinstance(exc, HandshakeError):
                     self._routine_failure("dialing", exc)
                 else:  # said once a reason, until a link is established
-                    self.answered = True
+                    self.answered = SHUTTING_DOWN not in str(exc)  # a closing one goes on
                     logger.log(self._said.level(str(exc)), "dialing peer %d at %s failed: %s",
                                self.peer_id, self.address, exc)
                 await anyio.sleep(self._backoff.next())
@@ -262,7 +262,7 @@ class PeerLink:
         try:
             note = await probe(self.address, self._config, **self._reach())
         except HandshakeError as exc:
-            if not isinstance(exc, HandshakeTimeoutError):
+            if not isinstance(exc, HandshakeTimeoutError) and SHUTTING_DOWN not in str(exc):
                 self.answered = True
             outcome = str(exc)
             transient = exc.field == "handshake"

@@ -7,7 +7,12 @@ import logging
 import re
 from dataclasses import dataclass
 
-__all__ = ["ProbeReading", "dialing_note", "read_answer", "refusal_note", "unresolved"]
+__all__ = ["SHUTTING_DOWN", "ProbeReading", "dialing_note", "read_answer", "refusal_note",
+           "unresolved"]
+
+#: The refusal of a dial or probe reaching a mesh that is closing (not an answer of a
+#: running member: a member that said it was stopping stays so).
+SHUTTING_DOWN = "this node is shutting down"
 
 _DIALING = re.compile(
     r"node (?P<me>\d+) dials node (?P<peer>\d+) at (?P<address>\S+?)"
