@@ -8,8 +8,10 @@ A file that grows by :meth:`Disk.append` (the journal) is preallocated: its end 
 filled with zeros ``preallocate`` bytes at a time and that growth is made durable (file
 and directory) at once, so appends overwrite blocks the file already owns and
 :meth:`Disk.sync` is an ``fdatasync`` that flushes no metadata. A full disk therefore
-refuses the growth, before any record is written. Readers see the zeros after the last
-record; the journal's records are framed so that zeros end the log.
+refuses the growth, before any record is written; when less than ``preallocate`` bytes
+are left, the file grows by what the records need (rounded up to a page), so a nearly
+full disk still takes them. Readers see the zeros after the last record; the journal's
+records are framed so that zeros end the log.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Protocol
 
 #: Bytes of zeros a growing file is extended by at a time.
 PREALLOCATE = 1 << 20
+#: What a growth is rounded up to when a whole :data:`PREALLOCATE` does not fit.
+_PAGE = 4096
 _ZEROS = bytes(64 * 1024)
 
 
@@ -125,7 +129,14 @@ class OsDisk:
         f = self._files.get(path) or self._open(path)
         need = f.end + len(data)
         if need > f.allocated:
-            self._grow(f, need + self.preallocate - need % self.preallocate)
+            whole = need + self.preallocate - need % self.preallocate
+            fit = -(-need // _PAGE) * _PAGE
+            try:
+                self._grow(f, whole)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or fit >= whole:
+                    raise
+                self._grow(f, fit)  # the disk's last bytes: what the records need
         view = memoryview(data)
         while view:
             written = self._write_at(f.fd, view, f.end)

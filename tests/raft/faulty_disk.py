@@ -12,12 +12,14 @@ from lazily_queue.raft.disk import PREALLOCATE, OsDisk
 class FaultyDisk(OsDisk):
     """``OsDisk`` plus switches: ``full`` (a write into the file, a record or the zeros
     that extend it, writes half its data, then raises ENOSPC; replacements and fsyncs
-    raise ENOSPC), ``fsync_errors`` (the next N fsyncs raise EIO) and ``hold_fsyncs``
-    (fsyncs wait until :meth:`release`)."""
+    raise ENOSPC), ``ceiling`` (no file grows past that many bytes: a write past it writes
+    what fits, then raises ENOSPC), ``fsync_errors`` (the next N fsyncs raise EIO) and
+    ``hold_fsyncs`` (fsyncs wait until :meth:`release`)."""
 
     def __init__(self, *, sync: bool = True, preallocate: int = PREALLOCATE) -> None:
         super().__init__(sync=sync, preallocate=preallocate)
         self.full = False
+        self.ceiling: int | None = None
         self.fsync_errors = 0
         self.failures = 0
         self._gate = threading.Event()
@@ -32,6 +34,10 @@ class FaultyDisk(OsDisk):
         if self.full:  # a short write, then ENOSPC for what is left
             if len(data) > 1:
                 return super()._write_at(fd, data[: len(data) // 2], offset)
+            raise self._refuse(errno.ENOSPC)
+        if self.ceiling is not None and offset + len(data) > self.ceiling:
+            if offset < self.ceiling:
+                return super()._write_at(fd, data[: self.ceiling - offset], offset)
             raise self._refuse(errno.ENOSPC)
         return super()._write_at(fd, data, offset)
 
