@@ -24,8 +24,9 @@ from tests.client.one_member import TOKEN, one_member
 
 pytestmark = pytest.mark.timeout(60)
 
+OPS_TOKEN = b"token-of-the-ops-client"
 ACCESS = ClientAccess([ClientGrant("web", TOKEN, produce=["*"], consume=["*"]),
-                       ClientGrant("ops", TOKEN, produce=["*"])])
+                       ClientGrant("ops", OPS_TOKEN, produce=["*"])])
 
 
 def _gauges(metrics: NodeMetrics) -> dict[str, float | None]:
@@ -136,7 +137,7 @@ async def test_the_most_sessions_one_client_holds_shows_and_moves() -> None:
         metrics = NodeMetrics(node)
         get = metrics.registry.get_sample_value
         async with connect([node.listen], ("web", TOKEN)) as web, \
-                connect([node.listen], ("ops", TOKEN)) as ops:
+                connect([node.listen], ("ops", OPS_TOKEN)) as ops:
             async with connect([node.listen], ("web", TOKEN)) as other_web:
                 for client in (web, ops, other_web):  # each registers its session
                     await client.queue("q").push(1)
