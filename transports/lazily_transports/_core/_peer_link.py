@@ -206,7 +206,8 @@ class PeerLink:
                 if routine and not isinstance(exc, HandshakeError):
                     self._routine_failure("dialing", exc)
                 else:  # said once a reason, until a link is established
-                    self.answered = SHUTTING_DOWN not in str(exc)  # a closing one goes on
+                    if SHUTTING_DOWN not in str(exc):  # a closing member answers nothing
+                        self.answered = True
                     logger.log(self._said.level(str(exc)), "dialing peer %d at %s failed: %s",
                                self.peer_id, self.address, exc)
                 await anyio.sleep(self._backoff.next())
