@@ -3,8 +3,10 @@ warning about a peer never reached says to check the name, not whether it listen
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +80,37 @@ async def test_a_member_probing_a_dialer_that_cannot_resolve_its_name_is_told_so
                             "check that name where peer 1 runs (it keeps trying)"), trouble
     assert f"the host name of tcp://{HOST}:7002 does not resolve" in trouble
     assert not [r for r in caplog.records if "[peers]" in r.getMessage()]
+
+
+SLOW = "peer.lazily-slow-dns.test"
+
+
+@pytest.mark.parametrize("address", [f"tcp://{SLOW}:7002", f"wss://{SLOW}:7002/raft"])
+async def test_dials_of_a_name_whose_lookup_hangs_hold_one_thread(
+        monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """A DNS server that does not answer: every dial times out, and they share one
+    lookup (one thread of the loop's executor) instead of leaving one behind each."""
+    if type(asyncio.get_running_loop()).__module__.startswith("uvloop"):
+        pytest.skip("uvloop resolves names with libuv, not socket.getaddrinfo (not faked)")
+    real, answer = socket.getaddrinfo, threading.Event()
+    started: list[str] = []
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == SLOW:
+            started.append(host)
+            answer.wait(10)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    try:
+        for _ in range(4):
+            with pytest.raises(TimeoutError, match=r"timed out after 0\.1 s"):
+                await dial(address, make_config(1), timeout=0.1)
+        assert started == [SLOW]
+        assert (await asyncio.to_thread(lambda: "the executor has room")) == (
+            "the executor has room")
+    finally:
+        answer.set()
+    with pytest.raises(socket.gaierror, match=f"the host name of {address} does not resolve"):
+        await dial(address, make_config(1), timeout=5)

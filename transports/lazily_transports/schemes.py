@@ -19,6 +19,7 @@ from ._core._authentication import (
     ProbeAnswer,
     probe_channel,
 )
+from ._core._lookups import host_of, lookup
 from ._core._probe_notes import unresolved
 from ._core._refusal_log import RefusalLog
 from .abc import DataChannel, Listener, Transport
@@ -248,8 +249,11 @@ async def _connected(address: str, config: LinkConfig, timeout: float,
     seconds by the transport ``schemes`` (default ``DEFAULT_SCHEMES``) gives its scheme;
     a host name that does not resolve raises ``socket.gaierror`` naming the address."""
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
+    named = host_of(address)
     try:
         async with asyncio.timeout(timeout):
+            if named is not None:  # one lookup of a name in flight (see _lookups)
+                await lookup(*named)
             return await transport.connect(address, config, ssl_context=ssl_context)
     except TimeoutError:
         raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
