@@ -13,10 +13,10 @@ import asyncio
 import ipaddress
 import socket
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..errors import AddressError
 from ..socket_addresses import parse_tcp
+from ..websocket_addresses import parse_websocket
 
 _Key = tuple[asyncio.AbstractEventLoop, str, int]
 _pending: dict[_Key, asyncio.Future[Any]] = {}
@@ -31,8 +31,7 @@ def host_of(address: str) -> tuple[str, int] | None:
         if scheme in ("tcp", "tls"):
             host, port = parse_tcp(address, listening=False)
         elif scheme in ("ws", "wss"):
-            parts = urlsplit(address)
-            host, port = parts.hostname or "", parts.port or (443 if scheme == "wss" else 80)
+            _, host, port, _ = parse_websocket(address, listening=False)
         else:
             return None
     except (AddressError, ValueError):
