@@ -3,7 +3,8 @@ does it do to commit latency? The same flood against NATS JetStream R3, in the s
 
     python benchmarks/client_flood.py [--flooders N] [--seconds S] [--peers none|nats]
                                       [--rounds R] [--clients-at members|leader]
-                                      [--commit-target S] [--rate N] [--json]
+                                      [--commit-target S] [--rate N]
+                                      [--durability fsync|none|both] [--json]
     lazily-queue bench client_flood ...
 
 Three ``lazily-queue node`` processes (Raft over Unix sockets, ``durability = "fsync"``)
@@ -56,6 +57,11 @@ behind because the flooder's own process woke over 0.1 s late (short of a CPU) a
 counted apart: the flooding side's shortfall, not the system's. The figures and the
 table then carry the offered rate and the pushes behind beside the rate committed.
 The printing and the table are :mod:`benchmarks.client_flood_report`'s.
+
+``--durability none`` runs the members with ``durability = "none"``: each writes its log
+and acknowledges before any fsync, the durability of the Debian ``nats-server`` (which
+has no ``sync_interval: always``), so the two compare like for like; ``both`` runs
+lazily-queue once with each (two rows).
 """
 
 from __future__ import annotations
@@ -144,13 +150,14 @@ asyncio.run(main())
 '''
 
 
-def _config(root: Path, node: int, commit_target: float | None = None) -> Path:
+def _config(root: Path, node: int, commit_target: float | None = None,
+            durability: str = "fsync") -> Path:
     peers = "\n".join(f'{i} = "unix://{root}/n{i}.sock"' for i in (1, 2, 3))
     target = [] if commit_target is None else [f"client_commit_target = {commit_target}"]
     text = "\n".join([*target,
         f"id = {node}", 'cluster = "flood-bench"', f'data_dir = "{root}/d{node}"',
         f'listen = "unix://{root}/n{node}.sock"', 'http = "127.0.0.1:0"',
-        'durability = "fsync"', f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60",
+        f'durability = "{durability}"', f'secret_env = "{SECRET_ENV}"', "startup_timeout = 60",
         f'clients = "unix://{root}/c{node}.sock"', "", "[peers]", peers, "",
         "[[client]]", 'name = "flood"', f'token_env = "{TOKEN_ENV}"', 'produce = ["*"]',
         'consume = ["*"]', ""])
@@ -192,6 +199,11 @@ async def _watch(procs: list[Any], session: aiohttp.ClientSession, stop: asyncio
 CLIENTS_AT = ("members", "leader")
 
 
+#: The lazily-queue runs of each ``--durability``: (system key, the members' durability).
+LAZILY_RUNS = {"fsync": [("lazily", "fsync")], "none": [("lazily_none", "none")],
+               "both": [("lazily", "fsync"), ("lazily_none", "none")]}
+
+
 class RoundFailed(RuntimeError):
     """lazily-queue's round did not finish: why, while doing what, the nodes' last lines."""
 
@@ -202,15 +214,15 @@ ROUND_LIMIT = 120.0
 
 
 async def run(flooders: int, seconds: float, clients_at: str = "members",
-              commit_target: float | None = None, rate: float | None = None
-              ) -> dict[str, Any]:
+              commit_target: float | None = None, rate: float | None = None,
+              durability: str = "fsync") -> dict[str, Any]:
     from lazily_queue import connect
     from lazily_queue.demo.processes import NodeProcess
 
     root = Path(tempfile.mkdtemp(prefix="lazily-flood-"))
     token = secrets.token_hex(16)
     env = node_env(**{SECRET_ENV: secrets.token_hex(16), TOKEN_ENV: token})
-    procs = [NodeProcess(i, _config(root, i, commit_target), cwd=ROOT, env=env,
+    procs = [NodeProcess(i, _config(root, i, commit_target, durability), cwd=ROOT, env=env,
                          log_path=root / f"node{i}.log") for i in (1, 2, 3)]
     addresses = [f"unix://{root}/c{i}.sock" for i in (1, 2, 3)]
     out: dict[str, Any] = {}
@@ -273,6 +285,8 @@ async def run(flooders: int, seconds: float, clients_at: str = "members",
                     await proc.poll(session)
                 after = next(((s["node"], s["term"]) for p in procs if (s := p.status)
                               and s.get("state") == "leader"), None)
+                out["members_durability"] = sorted({
+                    str((p.status or {}).get("vitals", {}).get("durability")) for p in procs})
     except TimeoutError as exc:
         why = str(exc) or f"not done within {limit:g} s"
         tails = "; ".join(f"node {p.node_id}: {' / '.join(p.log_tail(3).splitlines())}"
@@ -318,13 +332,17 @@ async def run_nats(flooders: int, seconds: float, rate: float | None = None
 
 async def run_all(flooders: int, seconds: float, peers: str,
                   clients_at: str = "members", commit_target: float | None = None,
-                  rate: float | None = None) -> dict[str, Any]:
-    """Every system's figures (or ``{"error": ...}``) and the peers skipped."""
+                  rate: float | None = None, durability: str = "fsync") -> dict[str, Any]:
+    """Every system's figures (or ``{"error": ...}``) and the peers skipped; lazily-queue
+    with ``durability`` (``"fsync"``, ``"none"``, or ``"both"``: one run of each)."""
     out: dict[str, Any] = {"flooders": flooders, "clients_per_flooder": 4, "seconds": seconds,
                            "clients_at": clients_at, "rate": rate, "systems": {},
                            "skipped": {}}
-    out["systems"]["lazily"] = await run(flooders, seconds, clients_at, commit_target, rate)
-    print_lazily(out["systems"]["lazily"], flooders, seconds, clients_at, commit_target, rate)
+    for key, mode in LAZILY_RUNS[durability]:
+        out["systems"][key] = await run(flooders, seconds, clients_at, commit_target, rate,
+                                        mode)
+        print_lazily(out["systems"][key], flooders, seconds, clients_at, commit_target, rate,
+                     mode)
     if peers == "nats":
         why = missing("nats-server", "nats", "nats-py")
         if why is not None:
@@ -361,6 +379,11 @@ def main() -> int:
     parser.add_argument("--rate", type=rate_argument, default=None, metavar="N",
                         help="the flood offers N pushes/s in all, open loop, split evenly "
                              "over its clients (default: each floods as fast as it can)")
+    parser.add_argument("--durability", choices=tuple(LAZILY_RUNS), default="fsync",
+                        help="the lazily-queue members' durability: fsync (default: each "
+                             "acknowledges after its fsync), none (writes its log and "
+                             "acknowledges before any fsync, as this nats-server does), "
+                             "both (one run of each)")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     if args.flooders < 1 or args.seconds < 3 or args.rounds < 1:
@@ -374,7 +397,7 @@ def main() -> int:
                 print(f"-- round {number} of {args.rounds}", flush=True)
             runs.append(asyncio.run(run_all(args.flooders, args.seconds, args.peers,
                                             args.clients_at, args.commit_target,
-                                            args.rate)))
+                                            args.rate, args.durability)))
     except RoundFailed as exc:
         print(f"client_flood: {exc}", file=sys.stderr)
         return 1
@@ -394,7 +417,9 @@ def main() -> int:
     nats_figures = out["systems"].get("nats", {})
     if "error" not in nats_figures and nats_figures.get("sync_always") is False:
         print("note: this nats-server acknowledges before fsync (no `sync_interval: always`); "
-              "lazily-queue fsyncs before acknowledging")
+              "lazily-queue fsyncs before acknowledging"
+              + ("" if args.durability == "fsync" else
+                 " (its `durability none` row: before any fsync, as NATS)"))
     if args.json:
         print(json.dumps(out))
     return 0

@@ -9,12 +9,14 @@ from typing import Any
 from benchmarks.peers_common import markdown_table, median_systems
 
 #: (key, title) of each system in the table.
-SYSTEMS = {"lazily": "lazily-queue", "nats": "NATS JetStream R3",
+SYSTEMS = {"lazily": "lazily-queue", "lazily_none": "lazily-queue, durability none",
+           "nats": "NATS JetStream R3",
            "nats_shared": "NATS R3, probe on the flood's stream"}
 
 
 def print_lazily(out: dict[str, Any], flooders: int, seconds: float, clients_at: str,
-                 commit_target: float | None = None, rate: float | None = None) -> None:
+                 commit_target: float | None = None, rate: float | None = None,
+                 durability: str = "fsync") -> None:
     from lazily_queue import ClientAccess
     from lazily_queue.client.fair import fair_budget, fair_window
 
@@ -28,6 +30,9 @@ def print_lazily(out: dict[str, Any], flooders: int, seconds: float, clients_at:
               f"{rate:,g} pushes/s in all for {seconds:g} s (open loop: "
               f"{rate / (4 * flooders + 1):,.1f}/s each, at most 512 outstanding, 10,000 "
               "for the one)")
+    if durability == "none":
+        print("lazily-queue, durability none: each member writes its log and acknowledges "
+              "before any fsync (the durability of this nats-server)")
     print(f"lazily-queue: members serve at most {access.max_in_flight} requests per client "
           f"and {access.max_total_in_flight:,} in all (+{fair_budget(access)['reserve']} for "
           f"light clients), and propose {fair_window(access)['window']} at once "

@@ -79,6 +79,7 @@ def test_both_systems_are_probed_alone_and_under_the_flood() -> None:
     ours = out["systems"]["lazily"]
     _assert_flooded(ours)
     assert ours["leader_kept"] is True and ours["leader_before"] == ours["leader_after"]
+    assert ours["members_durability"] == ["fsync"]  # the default, read from their status
     assert ours["leaders_seen"] == ["{}@{}".format(*ours["leader_before"])]
     assert 0 < ours["max_member_in_flight"]
     assert out["clients_at"] == "members"  # the default: flooders start at members in turn
@@ -151,13 +152,22 @@ def test_a_bad_rate_is_refused_in_one_line(rate: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_missing_nats_server_is_one_line_with_an_install_hint(tmp_path: Path) -> None:
+def test_a_missing_nats_server_is_one_line_and_durability_none_runs_members_without_fsync(
+        tmp_path: Path) -> None:
+    """No ``nats-server`` on the PATH: one line with an install hint; ``--durability
+    none``: the members run as their status says, under a row of their own."""
     env = dict(os.environ, PATH=str(tmp_path))  # no nats-server
-    lines, out = _run(SMALL, env=env)
+    lines, out = _run([*SMALL, "--durability", "none"], env=env)
     assert out["skipped"] == {"nats": "nats-server not found: apt install nats-server"}
     assert "NATS JetStream R3: skipped (nats-server not found: apt install nats-server)" in lines
-    assert set(out["systems"]) == {"lazily"}
-    assert not any(line.startswith("| NATS") for line in lines)
+    assert set(out["systems"]) == {"lazily_none"}
+    ours = out["systems"]["lazily_none"]
+    _assert_flooded(ours)
+    assert ours["members_durability"] == ["none"]
+    assert _row(lines, "lazily-queue, durability none")[4] == f"{ours['flood_pushes_per_s']:,}"
+    assert any(line.startswith("lazily-queue, durability none: each member writes its log "
+                               "and acknowledges before any fsync") for line in lines)
+    assert not any(line.startswith(("| NATS", "| lazily-queue |")) for line in lines)
 
 
 @pytest.fixture(scope="module")
