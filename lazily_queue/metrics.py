@@ -139,6 +139,9 @@ class NodeMetrics:
         ProcessCollector(registry=self.registry)
         #: Also called with every fsync duration (the monitor's recent window).
         self.fsync_listeners: list[Callable[[float], None]] = []
+        #: The figures of the HTTP server serving the metrics, shown as
+        #: ``lazily_queue_http_*`` (set by whoever serves them; ``None``: not shown).
+        self.http_figures: Callable[[], dict[str, int]] | None = None
         self._work: dict[str, tuple[int, int, int, int | None]] = {}
         node.add_event_observer(self._on_events)
         if node.running:

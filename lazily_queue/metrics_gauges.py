@@ -1,8 +1,9 @@
 """The gauges of :class:`~lazily_queue.metrics.NodeMetrics`, read from the node at scrape
 time: identity and build (constant labels only), Raft state, members, disk, listener
-refusals, the producer dedup window, the bounded bookkeeping tables of the applied state
-(each size with its bound as a ``_limit`` gauge) and the depths of every queue, work queue
-and topic.
+refusals, the connections of the HTTP server serving the metrics (where
+``NodeMetrics.http_figures`` is set), the producer dedup window, the bounded bookkeeping
+tables of the applied state (each size with its bound as a ``_limit`` gauge) and the
+depths of every queue, work queue and topic.
 
 No label value changes while a node runs (only the set of members, queues and
 subscribers grows or shrinks): the Raft role is ``lazily_queue_raft_state{state}`` with
@@ -58,6 +59,8 @@ class StateCollector(Collector):
                                   labels=["version", "python"])
         build.add_metric([version(), sys.version.split()[0]], 1)
         yield build
+        if self.metrics.http_figures is not None:
+            yield from _http(ns, self.metrics.http_figures())
         if not node.running:
             return
         status = bare_status(node, objects=False)
@@ -103,6 +106,30 @@ class StateCollector(Collector):
         yield from _depths(ns, view, names)
         yield from _summed(ns, view, names)
         yield from _expiry(ns, view.expiry_counts(), names)
+
+
+#: The HTTP server's figures (:meth:`~lazily_queue.http_gate.Connections.stats`):
+#: (key, metric name, counter, help).
+HTTP_FIGURES = (
+    ("open_connections", "http_open_connections", False,
+     "Connections open to the node's HTTP server (status page, metrics, admin API)"),
+    ("max_connections", "http_open_connections_limit", False,
+     "The bound of {ns}_http_open_connections"),
+    ("max_per_source", "http_connections_per_source_limit", False,
+     "The most HTTP connections open from one source (IP address)"),
+    ("refused_connections", "http_refused_connections", True,
+     "HTTP connections closed at once over the caps"),
+    ("evicted_connections", "http_evicted_connections", True,
+     "HTTP connections closed to make room for another source's"),
+    ("stalled_connections", "http_stalled_connections", True,
+     "HTTP connections closed because their reader did not take the answers"),
+)
+
+
+def _http(ns: str, figures: dict[str, int]) -> Iterator[Metric]:
+    for key, name, counter, help_text in HTTP_FIGURES:
+        family = CounterMetricFamily if counter else GaugeMetricFamily
+        yield family(f"{ns}_{name}", help_text.format(ns=ns), value=figures[key])
 
 
 def _expiry(ns: str, counts: dict[tuple[str, str], tuple[int, int]],

@@ -122,9 +122,16 @@ class Monitor:
         self._status_document = ThrottledDocument(self._build_status)
         self._history_builds = PacedBuilds()
         self._listings = PacedBuilds()
-        #: The figures of the HTTP server serving these documents, shown as the status's
-        #: ``http`` (set by whoever serves them; ``None``: not shown).
-        self.http_figures: Callable[[], dict[str, int]] | None = None
+
+    @property
+    def http_figures(self) -> Callable[[], dict[str, int]] | None:
+        """The figures of the HTTP server serving these documents, shown as the status's
+        ``http`` and in the metrics (set by whoever serves them; ``None``: not shown)."""
+        return self.node_metrics.http_figures
+
+    @http_figures.setter
+    def http_figures(self, figures: Callable[[], dict[str, int]] | None) -> None:
+        self.node_metrics.http_figures = figures
 
     @property
     def metrics_content_type(self) -> str:

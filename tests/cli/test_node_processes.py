@@ -73,6 +73,8 @@ def test_three_nodes_status_metrics_and_clean_stop(tmp_path: Path) -> None:
             metrics = response.read().decode()
         assert 'lazily_queue_queue_depth{name="orders"} 5.0' in metrics
         assert 'lazily_queue_work_pending{name="jobs"} 3.0' in metrics
+        assert "lazily_queue_http_open_connections_limit 256.0" in metrics
+        assert "lazily_queue_http_refused_connections_total 0.0" in metrics
         with urllib.request.urlopen(urls[0] + "/", timeout=5) as response:
             assert b"lazily-queue node status" in response.read()
     finally:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from lazily_transports import AdmissionGate
+from prometheus_client.parser import text_string_to_metric_families
 
 from lazily_queue import http_gate, service_http
 from lazily_queue.config import parse_config
@@ -96,25 +97,42 @@ async def test_one_source_cannot_take_every_connection(tmp_path: Path,
         assert await status_of(host, port) == b"HTTP/1.1 200 OK"  # slots given back
 
 
-async def http_figures(host: str, port: int) -> dict[str, int]:
-    """The ``http`` section of the node's ``/status.json`` (empty while the connection
+async def document(host: str, port: int, path: str) -> bytes | None:
+    """The body of the node's answer to ``GET path`` (``None`` while the connection
     asking for it is refused)."""
     reader, writer = await asyncio.open_connection(host, port)
     try:
-        writer.write(b"GET /status.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
         head, _, body = (await reader.read()).partition(b"\r\n\r\n")
     except ConnectionError:
-        return {}
+        return None
     finally:
         writer.close()
     if not head:
-        return {}
+        return None
     assert head.startswith(b"HTTP/1.1 200 "), head
-    figures: dict[str, int] = json.loads(body)["http"]
+    return body
+
+
+async def http_figures(host: str, port: int) -> dict[str, int]:
+    """The ``http`` section of the node's ``/status.json`` (empty while the connection
+    asking for it is refused)."""
+    body = await document(host, port, "/status.json")
+    figures: dict[str, int] = {} if body is None else json.loads(body)["http"]
     return figures
 
 
-async def test_the_status_shows_the_http_servers_connections(
+async def http_metrics(host: str, port: int) -> dict[str, float]:
+    """The ``lazily_queue_http_*`` samples of the node's ``/metrics`` (empty while the
+    connection asking for it is refused)."""
+    body = await document(host, port, "/metrics")
+    return {} if body is None else {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples if sample.name.startswith("lazily_queue_http_")}
+
+
+async def test_the_status_and_metrics_show_the_http_servers_connections(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(service_http, "HTTP_MAX_PER_SOURCE", 3)
     async with one_node(tmp_path, monkeypatch) as (host, port):
@@ -130,6 +148,17 @@ async def test_the_status_shows_the_http_servers_connections(
         assert figures == {"open_connections": 3, "max_connections": 256,
                            "max_per_source": 3, "evicted_connections": 0,
                            "stalled_connections": 0}
+        async with asyncio.timeout(10):
+            while (metrics := await http_metrics(host, port)).get(  # noqa: ASYNC110 - polls
+                    "lazily_queue_http_refused_connections_total", 0) < 1:
+                await asyncio.sleep(0.1)
+        assert metrics == {"lazily_queue_http_open_connections": 3,
+                           "lazily_queue_http_open_connections_limit": 256,
+                           "lazily_queue_http_connections_per_source_limit": 3,
+                           "lazily_queue_http_refused_connections_total":
+                               metrics["lazily_queue_http_refused_connections_total"],
+                           "lazily_queue_http_evicted_connections_total": 0,
+                           "lazily_queue_http_stalled_connections_total": 0}
         for _, writer in held:
             writer.close()
 
