@@ -24,7 +24,7 @@ from . import protocol as P
 from .connection import ClientConnection
 
 if TYPE_CHECKING:
-    from .server import ClientServer
+    from .request_serving import RequestServing
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 Answering = Callable[[ClientConnection, int, Any, BaseException | None], None]
 
 
-def register(server: ClientServer, conn: ClientConnection, rid: int,
+def register(server: RequestServing, conn: ClientConnection, rid: int,
              frame: list[Any]) -> bool:
     """Serve one ``REGISTER``; True when its answer will release its slots later."""
     if not conn.greeted or conn.protocol < 5:
@@ -73,7 +73,7 @@ def register(server: ClientServer, conn: ClientConnection, rid: int,
     return False
 
 
-def _end_unclaimed(server: ClientServer, sid: int, timeout: float) -> None:
+def _end_unclaimed(server: RequestServing, sid: int, timeout: float) -> None:
     """End session ``sid``, registered for a link that closed before its answer: no
     client learned the id, so none will use it (its client registers another at its
     next link), and the cluster need not hold it until it has been idle for an hour. Its
@@ -88,7 +88,7 @@ def _end_unclaimed(server: ClientServer, sid: int, timeout: float) -> None:
     driver.wake()
 
 
-def hello(server: ClientServer, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
+def hello(server: RequestServing, conn: ClientConnection, rid: int, frame: list[Any]) -> None:
     """Serve one ``HELLO``: the link takes the session it names (a hello naming none
     keeps one registered on it) and is answered the member's features and request limit;
     raises :class:`~.protocol.RequestRefused`, remembered as the reason to refuse the

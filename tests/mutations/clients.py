@@ -32,7 +32,7 @@ MUTATIONS = [
         ("tests/client/test_review_requests.py",),
         "a member stopped mid-frame gives back the slots of the ops it read, unproposed"),
     Mutation(
-        "client-request-failure-escapes", "lazily_queue/client/server.py",
+        "client-request-failure-escapes", "lazily_queue/client/request_serving.py",
         "        except Exception as exc:  # a request no check foresaw: refused, its slots "
         "given back\n",
         "        except ArithmeticError as exc:\n",
