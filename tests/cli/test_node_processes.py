@@ -250,6 +250,8 @@ def test_refused_nodes_with_ids_above_every_member_fail_fast(tmp_path: Path) -> 
         assert "no leader within startup_timeout=2s" in line
         assert "accepted our credentials but has not dialed us" in line
         assert f"dials node 3 at unix:{tmp_path}/stale3.sock" in line
+        assert (f"or this process may be a stale copy of node 3, a member now at "
+                f"unix:{tmp_path}/stale3.sock (the address the others know): stop it" in line)
         assert all(proc.proc.poll() is None for proc in cluster)  # they keep serving
     finally:
         codes = [proc.terminate() for proc in cluster]

@@ -126,6 +126,10 @@ async def test_the_higher_id_learns_where_it_is_dialed(
         trouble = await wait_trouble(two, 1, "has not dialed us")
         assert f"node 1 dials node 2 at {stale}, last failure: " in trouble
         assert "check that its [peers] lists this node's address" in trouble
+        assert trouble.endswith(  # or the others know node 2 there, and this one is old
+            f"; or this process may be a stale copy of node 2, a member now at {stale} (the "
+            "address the others know): stop it, or remove node 2 from the cluster and add "
+            "it back at this node's address")
 
         def probes(level: int) -> list[logging.LogRecord]:
             return [r for r in caplog.records if r.levelno == level
@@ -312,6 +316,24 @@ def test_a_probe_answer_gives_the_peers_hint_only_when_it_applies(note: str,
     assert ("check that its [peers]" in reading.outcome) is hint
     assert reading.level == (logging.WARNING if hint else logging.DEBUG)
     assert "s ago" not in reading.outcome  # the same failure reads alike at every probe
+
+
+def test_a_stale_copy_of_a_moved_member_is_told_where_the_member_is() -> None:
+    """A copy of node 3 started at its old address, while the member runs at the one the
+    others know, learns that it may be that stale copy and what to do: not only to have
+    the others' [peers] corrected to its own address, which would take the member's
+    place."""
+    from lazily_transports._core._probe_notes import read_answer
+
+    reading = read_answer(1, "node 1 dials node 3 at tcp://node-c:7003, last failure 0.10s "
+                             "ago: connection refused", 1.0)
+    assert reading.level == logging.WARNING
+    assert reading.outcome == (
+        "peer 1 accepted our credentials but has not dialed us (node 1 dials node 3 at "
+        "tcp://node-c:7003, last failure: connection refused): check that its [peers] lists "
+        "this node's address; or this process may be a stale copy of node 3, a member now "
+        "at tcp://node-c:7003 (the address the others know): stop it, or remove node 3 "
+        "from the cluster and add it back at this node's address")
 
 
 def test_a_peer_that_cannot_verify_the_probers_certificate_points_at_that_certificate() -> None:

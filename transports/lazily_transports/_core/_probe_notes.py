@@ -69,8 +69,9 @@ def read_answer(peer_id: int, note: str, listened_for: float) -> ProbeReading:
     A peer that dials the prober, and whose last failure came before the prober
     listened, is late, not misdirected: it dials again within its backoff. One whose
     dial failed while the prober listened, or that has no link to it, is told at
-    WARNING with the hint to check its ``[peers]`` (or, when the peer could not verify
-    the prober's TLS certificate, that certificate).
+    WARNING with the hint to check its ``[peers]``, or, when it dials an address, that
+    this process may be a stale copy of the member the others reach there (when the
+    peer could not verify the prober's TLS certificate: to check that certificate).
     """
     dialing = _DIALING.fullmatch(note)
     coming = note.startswith(
@@ -84,6 +85,11 @@ def read_answer(peer_id: int, note: str, listened_for: float) -> ProbeReading:
         elif failure is not None and _UNRESOLVED in failure:
             hint = (f"the peer cannot resolve the host name it dials this node at: check that "
                     f"name where peer {peer_id} runs (it keeps trying)")
+        else:  # or the prober is not the process the others know as that member
+            me, address = dialing["peer"], dialing["address"]
+            hint += (f"; or this process may be a stale copy of node {me}, a member now at "
+                     f"{address} (the address the others know): stop it, or remove node "
+                     f"{me} from the cluster and add it back at this node's address")
         late = failure is None or (dialing["age"] is not None
                                    and float(dialing["age"]) >= listened_for)
         note = f"node {dialing['me']} dials node {dialing['peer']} at {dialing['address']}"
