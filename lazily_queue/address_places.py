@@ -1,9 +1,11 @@
 """Where a member address leads, so that two spellings of one place compare equal
 (``tcp://localhost:7001`` and ``tcp://127.0.0.1:7001``, ``unix:./n3.sock`` and
-``unix:///srv/q/n3.sock``)."""
+``unix:///srv/q/n3.sock``); and a bound address shown with the host name configured
+for it (:func:`with_configured_name`)."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from collections.abc import Callable, Iterable
@@ -13,6 +15,8 @@ from urllib.parse import urlsplit
 from lazily_transports import AddressError, scheme_of
 from lazily_transports.socket_addresses import parse_tcp, parse_unix
 
+#: Schemes whose addresses name a host.
+HOSTED = frozenset({"tcp", "tls", "ws", "wss", "http", "https"})
 #: Schemes whose host name is checked against the peer's certificate: two names of one
 #: host are two places there (one may be refused where the other links).
 NAMED = frozenset({"tls", "wss"})
@@ -78,3 +82,24 @@ def same_place() -> Callable[[str, str], bool]:
         return seen[one].same(seen[other])
 
     return same
+
+
+def with_configured_name(configured: str, bound: str) -> str:
+    """``bound``, the address a listener is bound to, as a node shows it: where
+    ``configured`` (the address it was given) names its host by a name, that name with
+    the bound port, which is what the others dial, then the bound host and port, as in
+    ``tcp://node-a:7001 (bound 10.0.0.5:7001)``; otherwise ``bound``."""
+    given, parts = urlsplit(configured), urlsplit(bound)
+    name, host = given.hostname, parts.hostname
+    try:
+        port = parts.port
+    except ValueError:
+        return bound
+    if parts.scheme not in HOSTED or not name or not host or port is None or name == host:
+        return bound
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        host = f"[{host}]" if ":" in host else host
+        return f"{parts._replace(netloc=f'{name}:{port}').geturl()} (bound {host}:{port})"
+    return bound

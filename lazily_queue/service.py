@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import IO, TYPE_CHECKING, Any
 
+from .address_places import with_configured_name
 from .allocator import freeze_started_process, freeze_survivors, release_after_snapshots
 from .config import ConfigError, NodeConfig
 from .datadir import (
@@ -157,8 +158,10 @@ class NodeService:
             if self.handle_signals:  # a SIGTERM sent once `ready` is seen stops it cleanly
                 self._install_signals()
             raft = getattr(node.driver.network, "listen_address", None) or config.listen
+            http = "-" if url is None else with_configured_name(url, self._http.bound or url)
             self._say(f"ready node={config.node_id} cluster={config.cluster} "
-                      f"raft={raft} http={url or '-'}{clients} pid={os.getpid()}")
+                      f"raft={with_configured_name(config.listen, raft)} http={http}{clients} "
+                      f"pid={os.getpid()}")
             await self._await_leader(node, watch)
             if url is not None:
                 page = config.http_advertise or _advertised(url)

@@ -12,6 +12,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from lazily_transports import AdmissionGate
+from lazily_transports.socket_addresses import format_tcp
 
 from . import http_gate
 from .config import ConfigError, NodeConfig
@@ -40,6 +41,8 @@ class HttpFront:
         self._runner: Any = None
         #: The server's connections (``None`` until bound).
         self.connections: http_gate.Connections | None = None
+        #: The URL of the address the server is bound to (``None`` until it serves).
+        self.bound: str | None = None
 
     async def bind(self) -> None:
         """Bind the port (nothing is served yet); :class:`ConfigError` when it cannot be."""
@@ -91,7 +94,9 @@ class HttpFront:
         await runner.setup()
         self._runner = runner
         await self._server.start_serving()
-        bound = self._server.sockets[0].getsockname()[1]
+        sockname = self._server.sockets[0].getsockname()
+        self.bound = format_tcp(sockname, "http")
+        bound = sockname[1]
         return f"http://{host}:{bound}" if ":" not in host else f"http://[{host}]:{bound}"
 
     async def close(self) -> None:

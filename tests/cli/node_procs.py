@@ -41,6 +41,12 @@ def unix_peers(root: Path, ids: tuple[int, ...] = (1, 2, 3)) -> dict[int, str]:
     return {i: f"unix:{root}/n{i}.sock" for i in ids}
 
 
+def ready_fields(line: str) -> dict[str, str]:
+    """The ``key=value`` fields of a ``ready`` line (an address given by a host name is
+    followed by ``(bound HOST:PORT)``, which is no field)."""
+    return dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
+
+
 class NodeProc:
     """One node process; its stdout lines are collected by a thread."""
 
@@ -101,7 +107,7 @@ class NodeProc:
 
     def wait_ready(self) -> str:
         line = self.wait_line("ready ")
-        fields = dict(p.split("=", 1) for p in line.split()[1:])
+        fields = ready_fields(line)
         self.url = fields["http"]
         return self.url
 
