@@ -5,7 +5,11 @@ to one running event loop at a time, the first one that awaits one of its cells,
 that loop stops (:meth:`~lazily_queue.reactive.Context.claim_loop`). An awaitable
 called on another loop while that one runs raises :class:`ThreadSafetyError` before it
 does anything: a local cell would otherwise wake a waiter of the other loop from the
-wrong thread (a pop that never returns), and a node's would race its node's loop.
+wrong thread (a pop that never returns), and a node's would race its node's loop. A
+synchronous call (``try_push``, ``try_claim``, ...) made while that loop runs, in
+another thread than the loop's, raises it too, having applied nothing; it takes no
+loop, so with no loop holding the context (or its loop stopped) any thread may make
+it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,21 @@ class LoopOwned:
         loop = ctx.loop
         if get_ident() != ctx.thread or loop is None or not loop.is_running():
             own((self,))
+
+    def _at_home(self, op: str) -> None:
+        """Raise :class:`ThreadSafetyError` when the synchronous ``op`` is called in
+        another thread than the one running the loop that holds the cell (module
+        docstring). The thread is compared first, as in :meth:`_own`."""
+        ctx = self.ctx
+        if get_ident() != ctx.thread and ctx.loop is not None:
+            self._away(op)
+
+    def _away(self, op: str) -> None:
+        """:meth:`_at_home` once the thread differs: refuse ``op`` unless no loop
+        holds the context, the loop holding it stopped, or it runs in this thread."""
+        loop = self.ctx.loop
+        if loop is not None and loop.is_running() and _get_running_loop() is not loop:
+            raise other_thread(self, op)
 
 
 def own(cells: Iterable[LoopOwned]) -> None:
@@ -87,4 +106,18 @@ def other_loop(cell: LoopOwned, running: asyncio.AbstractEventLoop | None,
         "or applied")
 
 
-__all__ = ["LoopOwned", "other_loop", "own"]
+def other_thread(cell: LoopOwned, op: str) -> ThreadSafetyError:
+    """The error of ``cell``'s synchronous ``op`` called from a thread other than the
+    one running the loop that holds it."""
+    ctx = cell.ctx
+    return ThreadSafetyError(
+        f"{type(cell).__name__} {cell.name!r}: {op} was called in thread "
+        f"{threading.current_thread().name!r} while the event loop holding the cell "
+        f"runs in thread {ctx.loop_thread!r} ({ctx.loop!r}, the loop that first awaited "
+        f"a cell of its reactive context {ctx.name!r}). Cells are not thread-safe: "
+        f"call {op} on that loop, from this thread through a blocking handle made "
+        f"there (`handle = {cell.name}.threadsafe()`, then `handle.{op}(...)`), or "
+        f"schedule it there with `loop.call_soon_threadsafe`; nothing was applied")
+
+
+__all__ = ["LoopOwned", "other_loop", "other_thread", "own"]

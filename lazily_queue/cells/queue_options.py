@@ -45,6 +45,7 @@ class QueueOptions:
     delayed_len: Slot[int]
     try_push: Any
     try_pop: Any
+    _at_home: Callable[[str], None]  # the cell's thread check (:mod:`.loop_owner`)
 
     def _invalidate(self, mask: int) -> None:
         raise NotImplementedError
@@ -118,14 +119,17 @@ class QueueOptions:
             return
         self._promoting = True
         invalidate, counts, moved = self._invalidate, self._counts, self._moved
+        at_home = self._at_home
 
         def try_push(value: Any) -> Any:
+            at_home("try_push")
             before = counts()
             err = storage.try_push(value)
             invalidate(moved(before))
             return err
 
         def try_pop() -> Any:
+            at_home("try_pop")
             before = counts()
             result = storage.try_pop()
             invalidate(moved(before))

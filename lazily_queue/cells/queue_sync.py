@@ -23,6 +23,7 @@ class QueueSyncOps(Generic[T]):
     _observed: bool
     _sync: SyncQueueStorage[T] | None
     _invalidate: Callable[[int], None]
+    _at_home: Callable[[str], None]  # the cell's thread check (:mod:`.loop_owner`)
 
     def _sync_ops(
         self, storage: SyncQueueStorage[T]
@@ -32,6 +33,7 @@ class QueueSyncOps(Generic[T]):
         invalidate = self._invalidate
 
         def try_push(value: T) -> QueuePushError | None:
+            self._at_home("try_push")
             pre = storage.len()
             err = storage.try_push(value)
             if err is None and not self._observed:
@@ -39,6 +41,7 @@ class QueueSyncOps(Generic[T]):
             return err
 
         def try_pop() -> T | QueuePopError:
+            self._at_home("try_pop")
             pre = storage.len()
             result = storage.try_pop()
             if not self._observed and not isinstance(result, QueuePopError):
@@ -63,6 +66,7 @@ class QueueSyncOps(Generic[T]):
         storage = self._sync
         if storage is None:
             raise self._no_sync("try_close", "close()")
+        self._at_home("try_close")
         was_closed = storage.is_closed()
         storage.try_close()
         if not was_closed and not self._observed:

@@ -227,12 +227,14 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         return transition.result
 
     def _require_sync(self, method: str, awaitable: str) -> SyncTopicStorage[T]:
+        """The synchronous backend for ``method``, in this thread (:mod:`.loop_owner`)."""
         if self._sync is None:
             raise UnsupportedOperation(
                 f"{self.name}: {method} needs a synchronous backend and "
                 f"{type(self._storage).__name__} is not one; use "
                 f"`await {self.name}.{awaitable}` instead"
             )
+        self._at_home(method)
         return self._sync
 
     # -- synchronous core (capability ``sync``) -------------------------------------------

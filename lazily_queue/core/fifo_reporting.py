@@ -1,11 +1,13 @@
 """The reporting fast path of :class:`~.fifo.Fifo`: ``try_push`` / ``try_pop`` that
-report the invalidation mask of each successful transition (a base of the FIFO)."""
+report the invalidation mask of each successful transition (a base of the FIFO), and
+check first that they run in the thread their :class:`Guard` names."""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
+from threading import get_ident
+from typing import TYPE_CHECKING, Generic, NamedTuple, Protocol, TypeVar
 
 from .queue import (
     HEAD,
@@ -28,6 +30,41 @@ _POP_CLOSED = QueuePopError.Closed
 
 Report = Callable[[int], None]
 """``report(mask)``: the reader kinds one successful push or pop invalidates."""
+
+
+class Home(Protocol):
+    """What a :class:`Guard` reads at each op: ``thread``, the id
+    (``threading.get_ident``) of the thread the ops run in without asking, and
+    ``loop``, ``None`` while every thread runs them without asking."""
+
+    @property
+    def thread(self) -> int: ...
+
+    @property
+    def loop(self) -> object | None: ...
+
+
+class Guard(NamedTuple):
+    """The thread check of the fast path: an op called in another thread than
+    ``home.thread`` while ``home.loop`` is set first calls ``away(op)`` (``"try_push"``,
+    ``"try_pop"``), which raises to refuse it before anything changes, or returns to
+    let it run."""
+
+    home: Home
+    away: Callable[[str], None]
+
+
+class _Anywhere:
+    thread = 0
+    loop = None
+
+
+def _let(op: str) -> None:
+    """A guard's ``away`` that lets every op run."""
+
+
+ANYWHERE = Guard(_Anywhere(), _let)
+"""The guard of ops that may run in any thread (their caller keeps them to one)."""
 
 
 class FifoOps(NamedTuple, Generic[T]):
@@ -53,24 +90,28 @@ class FifoReporting(Generic[T]):
     def _close_tail(self, stamp: int) -> None:
         raise NotImplementedError
 
-    def reporting_ops(self, report: Report) -> FifoOps[T]:
+    def reporting_ops(self, report: Report, guard: Guard = ANYWHERE) -> FifoOps[T]:
         """``try_push`` and ``try_pop`` that call ``report(mask)`` after each success.
 
         ``mask`` is the invalidation set of the transition (``push_mask`` /
-        ``pop_mask`` of :mod:`lazily_queue.core.queue`); failures report nothing. This
-        is a shell's fast path: one call per operation, the rule inlined.
+        ``pop_mask`` of :mod:`lazily_queue.core.queue`); failures report nothing. Each
+        op checks ``guard`` first (:class:`Guard`). This is a shell's fast path: one
+        call per operation, the rule and the thread check inlined.
         """
         if self._capacity is None:
-            return self._unbounded_ops(report)
-        return self._bounded_ops(report, self._capacity)
+            return self._unbounded_ops(report, guard)
+        return self._bounded_ops(report, self._capacity, guard)
 
-    def _unbounded_ops(self, report: Report) -> FifoOps[T]:
+    def _unbounded_ops(self, report: Report, guard: Guard) -> FifoOps[T]:
+        home, away = guard
         items = self._items
         clock = self._clock
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
 
         def try_push(value: T) -> QueuePushError | None:
+            if get_ident() != home.thread and home.loop is not None:
+                away("try_push")
             if self._closed:
                 return _PUSH_CLOSED
             if items:
@@ -85,11 +126,15 @@ class FifoReporting(Generic[T]):
             push = try_push
 
             def try_push(value: T) -> QueuePushError | None:
+                if get_ident() != home.thread and home.loop is not None:
+                    away("try_push")
                 if (stamp := clock()) != self._tail_stamp and not self._closed:
                     self._close_tail(stamp)
                 return push(value)
 
         def try_pop() -> T | QueuePopError:
+            if get_ident() != home.thread and home.loop is not None:
+                away("try_pop")
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
             self._popped += 1
@@ -99,7 +144,8 @@ class FifoReporting(Generic[T]):
 
         return FifoOps(try_push, try_pop)
 
-    def _bounded_ops(self, report: Report, cap: int) -> FifoOps[T]:
+    def _bounded_ops(self, report: Report, cap: int, guard: Guard) -> FifoOps[T]:
+        home, away = guard
         items = self._items
         clock = self._clock
         first = HEAD | LEN | IS_EMPTY
@@ -109,6 +155,8 @@ class FifoReporting(Generic[T]):
         from_full = (first if cap == 1 else more) | IS_FULL
 
         def try_push(value: T) -> QueuePushError | None:
+            if get_ident() != home.thread and home.loop is not None:
+                away("try_push")
             if self._closed:
                 return _PUSH_CLOSED
             n = len(items)
@@ -126,6 +174,8 @@ class FifoReporting(Generic[T]):
             return None
 
         def try_pop() -> T | QueuePopError:
+            if get_ident() != home.thread and home.loop is not None:
+                away("try_pop")
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
             n = len(items)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from .fifo import Clock, Fifo, FifoOps, Report
+from .fifo import Clock, Fifo, FifoOps, Guard, Report
 from .headers import Headers
 from .ids import Run
 from .limits import DROP_OLDEST, REJECT, Limits, Quota, value_size
@@ -186,7 +186,7 @@ class LimitedFifo(Fifo[T]):
         self.quota.cleared()
         return removed
 
-    def reporting_ops(self, report: Report) -> FifoOps[T]:
+    def reporting_ops(self, report: Report, guard: Guard | None = None) -> FifoOps[T]:
         """Not offered: a limited push may drop elements, which the fast path's masks
         do not describe."""
         raise NotImplementedError("a limited FIFO has no reporting fast path")

@@ -80,7 +80,7 @@ class Context:
         self._write_epoch = 0
         self._errors: list[Exception] = []
         #: The event loop whose awaits use this context (see :meth:`claim_loop`), and
-        #: the id and name of the thread it ran in when it took the context (0, ""), and
+        #: the id and name of the thread it ran in at its last claim (0, ""), and
         #: what took it for that loop (``claim_loop``'s ``by``).
         self.loop: asyncio.AbstractEventLoop | None = None
         self.thread = 0
@@ -226,7 +226,7 @@ def claim_loops(claims: dict[Context, str], running: asyncio.AbstractEventLoop |
         if running is not None:
             thread, name = threading.get_ident(), threading.current_thread().name
             for ctx, by in claims.items():
-                if ctx.loop is not running:
+                if ctx.loop is not running or ctx.thread != thread:  # or run elsewhere now
                     ctx.loop, ctx.thread, ctx.loop_thread, ctx.loop_by = (
                         running, thread, name, by)
         return None
