@@ -115,7 +115,8 @@ def open_group(
     clock: Clock | None,
 ) -> GroupCell:
     """The cell of ``topic``'s group ``group``: the one already open in ``cells`` (same
-    settings), or a new one over the backend's group (capability ``groups``)."""
+    settings), or a new one over the backend's group (capability ``groups``), opened in
+    the thread the topic allows (:mod:`.loop_owner`)."""
     check_start(start)
     lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
     retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries
@@ -128,6 +129,7 @@ def open_group(
                 f"visibility_timeout={cell.lease_seconds} and "
                 f"max_deliveries={cell.max_deliveries}")
         return cell
+    topic._at_home("group")
     backend = as_group_topic(topic.storage)
     if backend is None:
         raise UnsupportedOperation(

@@ -123,9 +123,12 @@ async def test_every_topic_try_call_in_another_thread_is_refused() -> None:
         "try_advance": lambda: news.try_advance("s"), "try_seek": lambda: news.try_seek("s", 0),
         "try_gc": news.try_gc,
     }
-    assert set(calls) == try_names(news)
-    await refused_in_a_thread(news, calls, news.snapshot)
+    calls["group"] = lambda: news.group("billing")  # opens a group: a synchronous change
+    assert set(calls) == try_names(news) | {"group"}
+    await refused_in_a_thread(news, calls, lambda: (news.snapshot(), news.storage.groups))
     assert news.try_advance("s") == "a"
+    billing = news.group("billing")  # opened on the loop: a thread may look it up
+    assert in_a_thread(lambda: news.group("billing")) is billing
 
 
 @pytest.mark.parametrize("family", ["queue", "work_queue", "topic"])
