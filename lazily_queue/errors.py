@@ -23,10 +23,10 @@ class LazilyQueueError(Exception):
 class ThreadSafetyError(LazilyQueueError, RuntimeError):
     """A cell was used from the wrong thread: a node's or client's cell called from
     another event loop than the one its node or client was started on, a local cell
-    awaited on another loop, or its synchronous core (``try_*``) called in another
-    thread, while the loop that holds it runs (:mod:`lazily_queue.cells.loop_owner`), or
-    a blocking cross-thread call (:mod:`lazily_queue.threads`) made on the loop thread
-    itself."""
+    awaited on another loop, or (in asyncio's debug mode) its synchronous core
+    (``try_*``) called in another thread, while the loop that holds it runs
+    (:mod:`lazily_queue.cells.loop_owner`), or a blocking cross-thread call
+    (:mod:`lazily_queue.threads`) made on the loop thread itself."""
 
 
 def check_loop(owner: asyncio.AbstractEventLoop | None, who: str | Callable[[], str]) -> None:

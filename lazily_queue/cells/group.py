@@ -112,11 +112,11 @@ class GroupCell(WorkQueueCell):
 def open_group(
     topic: TopicCell[Any], cells: dict[str, GroupCell], group: str, *,
     visibility_timeout: float | None, max_deliveries: int | None, start: Start,
-    clock: Clock | None,
+    clock: Clock | None, opening: Callable[[str], None],
 ) -> GroupCell:
     """The cell of ``topic``'s group ``group``: the one already open in ``cells`` (same
-    settings), or a new one over the backend's group (capability ``groups``), opened in
-    the thread the topic allows (:mod:`.loop_owner`)."""
+    settings), or a new one over the backend's group (capability ``groups``), once
+    ``opening("group")`` returned (the topic's thread check, :mod:`.loop_owner`)."""
     check_start(start)
     lease = DEFAULT_VISIBILITY_TIMEOUT if visibility_timeout is None else visibility_timeout
     retries = DEFAULT_MAX_DELIVERIES if max_deliveries is None else max_deliveries
@@ -129,7 +129,7 @@ def open_group(
                 f"visibility_timeout={cell.lease_seconds} and "
                 f"max_deliveries={cell.max_deliveries}")
         return cell
-    topic._at_home("group")
+    opening("group")
     backend = as_group_topic(topic.storage)
     if backend is None:
         raise UnsupportedOperation(

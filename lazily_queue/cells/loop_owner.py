@@ -5,31 +5,51 @@ to one running event loop at a time, the first one that awaits one of its cells,
 that loop stops (:meth:`~lazily_queue.reactive.Context.claim_loop`). An awaitable
 called on another loop while that one runs raises :class:`ThreadSafetyError` before it
 does anything: a local cell would otherwise wake a waiter of the other loop from the
-wrong thread (a pop that never returns), and a node's would race its node's loop. A
-synchronous call (``try_push``, ``try_claim``, ...) made while that loop runs, in
-another thread than the loop's, raises it too, having applied nothing; it takes no
-loop, so with no loop holding the context (or its loop stopped) any thread may make
-it.
+wrong thread (a pop that never returns), and a node's would race its node's loop. In
+asyncio's debug mode (:func:`thread_checks`), a synchronous call (``try_push``,
+``try_claim``, ...) made while that loop runs, in another thread than the loop's, raises
+it too, having applied nothing; it takes no loop, so with no loop holding the context
+(or its loop stopped) any thread may make it. Outside debug mode the synchronous core
+is not checked, as asyncio checks the thread of ``call_soon`` only in debug mode: the
+check would cost a quarter of a local ``try_push`` + ``try_pop``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 from asyncio import _get_running_loop
 from collections.abc import Callable, Iterable
 from threading import get_ident
 
 from ..errors import ThreadSafetyError
-from ..reactive import Context
+from ..reactive import Context, resolve_context
 from ..reactive.context import claim_loops
 
 
+def thread_checks() -> bool:
+    """Whether cells made now check the thread of their synchronous calls: in asyncio's
+    debug mode, ``python -X dev`` or ``PYTHONASYNCIODEBUG`` set (read as asyncio reads
+    it for a new event loop)."""
+    return sys.flags.dev_mode or (
+        not sys.flags.ignore_environment and bool(os.environ.get("PYTHONASYNCIODEBUG")))
+
+
 class LoopOwned:
-    """Mixed into every cell (which sets ``ctx`` and ``name``)."""
+    """Mixed into every cell (which sets ``ctx`` and ``name``; a cell with a synchronous
+    core through :meth:`_take_context`)."""
 
     ctx: Context
     name: str
+    _checks_thread = False
+
+    def _take_context(self, context: Context | None) -> None:
+        """Use ``context`` (``None``: this thread's), and check the thread of the
+        synchronous calls when :func:`thread_checks` says so now."""
+        self.ctx = resolve_context(context)
+        self._checks_thread = thread_checks()
 
     def _own(self) -> None:
         """Raise :class:`ThreadSafetyError` unless this call's event loop may use the
@@ -42,11 +62,11 @@ class LoopOwned:
             own((self,))
 
     def _at_home(self, op: str) -> None:
-        """Raise :class:`ThreadSafetyError` when the synchronous ``op`` is called in
-        another thread than the one running the loop that holds the cell (module
-        docstring). The thread is compared first, as in :meth:`_own`."""
+        """Raise :class:`ThreadSafetyError` when the cell checks threads and the
+        synchronous ``op`` is called in another thread than the one running the loop
+        that holds the cell (module docstring)."""
         ctx = self.ctx
-        if get_ident() != ctx.thread and ctx.loop is not None:
+        if self._checks_thread and get_ident() != ctx.thread and ctx.loop is not None:
             self._away(op)
 
     def _away(self, op: str) -> None:
@@ -120,4 +140,4 @@ def other_thread(cell: LoopOwned, op: str) -> ThreadSafetyError:
         f"schedule it there with `loop.call_soon_threadsafe`; nothing was applied")
 
 
-__all__ = ["LoopOwned", "other_loop", "other_thread", "own"]
+__all__ = ["LoopOwned", "other_loop", "other_thread", "own", "thread_checks"]

@@ -30,7 +30,7 @@ from ..core.queue import (
     transition_mask,
 )
 from ..errors import QueueClosed, UnsupportedOperation
-from ..reactive import Context, Slot, SlotGroup, resolve_context, wait_until
+from ..reactive import Context, Slot, SlotGroup, wait_until
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check, unreachable_check
 from ..storage.local import VecDequeStorage
@@ -116,7 +116,7 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
             storage = SerializingQueueStorage(storage, Codec(serializer, name))
         self.serializer = serializer
         self.name = name
-        self.ctx = resolve_context(context)
+        self._take_context(context)
         self._caps = queue_capabilities(storage)
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)
@@ -151,7 +151,8 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         if reporting is not None and not self._observed:
             # The deque's fast path: the invalidation rule inlined, one call per op.
             self.try_push, self.try_pop = reporting.reporting_ops(
-                group.invalidate, Guard(self.ctx, self._away))
+                group.invalidate,
+                Guard(self.ctx, self._away) if self._checks_thread else None)
         elif self._sync is not None:
             self.try_push, self.try_pop = self._sync_ops(self._sync)
         else:

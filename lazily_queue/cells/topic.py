@@ -27,7 +27,7 @@ from ..core.topic import (
 )
 from ..errors import LimitExceeded, UnsupportedOperation
 from ..names import check_member
-from ..reactive import Context, Slot, resolve_context
+from ..reactive import Context, Slot
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check, unreachable_check
 from ..storage.local_topic import LocalTopicStorage
@@ -104,7 +104,7 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         self.serializer = serializer
         self._caps = topic_capabilities(storage)
         self.name = name
-        self.ctx = resolve_context(context)
+        self._take_context(context)
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)
         self._unreachable = unreachable_check(storage)
@@ -151,7 +151,8 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         (default 3) must match wherever the group is opened. Opening it again returns the
         same cell. See :mod:`lazily_queue.cells.group`."""
         return open_group(self, self._group_cells, group, visibility_timeout=visibility_timeout,
-                          max_deliveries=max_deliveries, start=start, clock=clock)
+                          max_deliveries=max_deliveries, start=start, clock=clock,
+                          opening=self._at_home)
 
     def __repr__(self) -> str:
         return f"TopicCell({self.name!r}, storage={self._storage!r})"

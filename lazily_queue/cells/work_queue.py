@@ -26,7 +26,7 @@ from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
 from ..core.work_items import check_delivery_id, check_worker
 from ..errors import InvalidConfiguration, UnsupportedOperation, shown
-from ..reactive import Context, Slot, SlotGroup, resolve_context
+from ..reactive import Context, Slot, SlotGroup
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check, unreachable_check
 from ..storage.local_work import LocalWorkQueueStorage
@@ -114,7 +114,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         self.serializer = serializer
         self._caps = work_queue_capabilities(storage)
         self.name = name
-        self.ctx = resolve_context(context)
+        self._take_context(context)
         self.clock = clock
         self._storage = storage
         self._raise_if_stopped = stop_check(storage)

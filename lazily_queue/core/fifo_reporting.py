@@ -1,6 +1,6 @@
 """The reporting fast path of :class:`~.fifo.Fifo`: ``try_push`` / ``try_pop`` that
-report the invalidation mask of each successful transition (a base of the FIFO), and
-check first that they run in the thread their :class:`Guard` names."""
+report the invalidation mask of each successful transition (a base of the FIFO), with
+a thread check first where their :class:`Guard` asks for one."""
 
 from __future__ import annotations
 
@@ -54,19 +54,6 @@ class Guard(NamedTuple):
     away: Callable[[str], None]
 
 
-class _Anywhere:
-    thread = 0
-    loop = None
-
-
-def _let(op: str) -> None:
-    """A guard's ``away`` that lets every op run."""
-
-
-ANYWHERE = Guard(_Anywhere(), _let)
-"""The guard of ops that may run in any thread (their caller keeps them to one)."""
-
-
 class FifoOps(NamedTuple, Generic[T]):
     """``try_push`` / ``try_pop`` of one FIFO that report each successful transition."""
 
@@ -90,28 +77,27 @@ class FifoReporting(Generic[T]):
     def _close_tail(self, stamp: int) -> None:
         raise NotImplementedError
 
-    def reporting_ops(self, report: Report, guard: Guard = ANYWHERE) -> FifoOps[T]:
+    def reporting_ops(self, report: Report, guard: Guard | None = None) -> FifoOps[T]:
         """``try_push`` and ``try_pop`` that call ``report(mask)`` after each success.
 
         ``mask`` is the invalidation set of the transition (``push_mask`` /
-        ``pop_mask`` of :mod:`lazily_queue.core.queue`); failures report nothing. Each
-        op checks ``guard`` first (:class:`Guard`). This is a shell's fast path: one
-        call per operation, the rule and the thread check inlined.
+        ``pop_mask`` of :mod:`lazily_queue.core.queue`); failures report nothing. This
+        is a shell's fast path: one call per operation, the rule inlined; with a
+        ``guard``, each op checks it first (:class:`Guard`).
         """
         if self._capacity is None:
-            return self._unbounded_ops(report, guard)
-        return self._bounded_ops(report, self._capacity, guard)
+            ops = self._unbounded_ops(report)
+        else:
+            ops = self._bounded_ops(report, self._capacity)
+        return ops if guard is None else _guarded(ops, guard)
 
-    def _unbounded_ops(self, report: Report, guard: Guard) -> FifoOps[T]:
-        home, away = guard
+    def _unbounded_ops(self, report: Report) -> FifoOps[T]:
         items = self._items
         clock = self._clock
         first = HEAD | LEN | IS_EMPTY
         more = HEAD | LEN
 
         def try_push(value: T) -> QueuePushError | None:
-            if get_ident() != home.thread and home.loop is not None:
-                away("try_push")
             if self._closed:
                 return _PUSH_CLOSED
             if items:
@@ -126,15 +112,11 @@ class FifoReporting(Generic[T]):
             push = try_push
 
             def try_push(value: T) -> QueuePushError | None:
-                if get_ident() != home.thread and home.loop is not None:
-                    away("try_push")
                 if (stamp := clock()) != self._tail_stamp and not self._closed:
                     self._close_tail(stamp)
                 return push(value)
 
         def try_pop() -> T | QueuePopError:
-            if get_ident() != home.thread and home.loop is not None:
-                away("try_pop")
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
             self._popped += 1
@@ -144,8 +126,7 @@ class FifoReporting(Generic[T]):
 
         return FifoOps(try_push, try_pop)
 
-    def _bounded_ops(self, report: Report, cap: int, guard: Guard) -> FifoOps[T]:
-        home, away = guard
+    def _bounded_ops(self, report: Report, cap: int) -> FifoOps[T]:
         items = self._items
         clock = self._clock
         first = HEAD | LEN | IS_EMPTY
@@ -155,8 +136,6 @@ class FifoReporting(Generic[T]):
         from_full = (first if cap == 1 else more) | IS_FULL
 
         def try_push(value: T) -> QueuePushError | None:
-            if get_ident() != home.thread and home.loop is not None:
-                away("try_push")
             if self._closed:
                 return _PUSH_CLOSED
             n = len(items)
@@ -174,8 +153,6 @@ class FifoReporting(Generic[T]):
             return None
 
         def try_pop() -> T | QueuePopError:
-            if get_ident() != home.thread and home.loop is not None:
-                away("try_pop")
             if not items:
                 return _POP_CLOSED if self._closed else _EMPTY
             n = len(items)
@@ -190,3 +167,21 @@ class FifoReporting(Generic[T]):
             return value
 
         return FifoOps(try_push, try_pop)
+
+
+def _guarded(ops: FifoOps[T], guard: Guard) -> FifoOps[T]:
+    """``ops``, each checking ``guard`` first (:class:`Guard`)."""
+    home, away = guard
+    push, pop = ops
+
+    def try_push(value: T) -> QueuePushError | None:
+        if get_ident() != home.thread and home.loop is not None:
+            away("try_push")
+        return push(value)
+
+    def try_pop() -> T | QueuePopError:
+        if get_ident() != home.thread and home.loop is not None:
+            away("try_pop")
+        return pop()
+
+    return FifoOps(try_push, try_pop)

@@ -164,7 +164,7 @@ class ObservableQueueStorage(QueueStorage[T], Protocol[T]):
 class ReportingQueueStorage(SyncQueueStorage[T], Protocol[T]):
     """Capability ``reporting_ops``."""
 
-    def reporting_ops(self, report: Report, guard: Guard = ...) -> FifoOps[T]: ...
+    def reporting_ops(self, report: Report, guard: Guard | None = ...) -> FifoOps[T]: ...
 
 
 REQUIRED = ("len", "is_closed", "capacity", "offer", "poll", "close", "poll_many", "unpoll")

@@ -1,13 +1,16 @@
-"""A local cell's synchronous core (``try_push``, ``try_claim``, ``try_publish``, ...)
-called in a plain thread while the event loop that holds the cell runs in another one
-raises ``ThreadSafetyError`` naming the cell, the loop's thread and the fixes, having
-applied nothing; on the loop's thread, through the cell's blocking handle, with no loop
-holding the cell, or once its loop stopped, it works."""
+"""In asyncio's debug mode, a local cell's synchronous core (``try_push``, ``try_claim``,
+``try_publish``, ...) called in a plain thread while the event loop that holds the cell
+runs in another one raises ``ThreadSafetyError`` naming the cell, the loop's thread and
+the fixes, having applied nothing; on the loop's thread, through the cell's blocking
+handle, with no loop holding the cell, or once its loop stopped, it works. Outside
+debug mode it is not checked (as asyncio's own thread checks)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +55,12 @@ async def refused_in_a_thread(cell: Any, calls: Calls, state: Callable[[], objec
         for part in NAMES:
             assert re.search(part, text), (name, part, text)
         assert state() == before, name
+
+
+@pytest.fixture(autouse=True)
+def debug_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asyncio's debug mode for the cells each test makes (read when a cell is made)."""
+    monkeypatch.setenv("PYTHONASYNCIODEBUG", "1")
 
 
 def try_names(cell: object) -> set[str]:
@@ -201,3 +210,19 @@ def test_a_loop_run_again_in_another_thread_holds_its_cells_there() -> None:
     finally:
         loop.close()
     assert len(q) == 3
+
+
+@pytest.mark.skipif(sys.flags.dev_mode, reason="python -X dev is asyncio's debug mode")
+async def test_outside_debug_mode_the_synchronous_core_is_not_checked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Made outside asyncio's debug mode, a cell's synchronous core runs in any thread
+    unchecked (not thread-safe: the caller keeps it to the loop's), at no cost."""
+    monkeypatch.delenv("PYTHONASYNCIODEBUG")
+    for make in QUEUES.values():
+        q = make()
+        await q.push(1)  # this loop holds the cell
+        assert await asyncio.to_thread(in_a_thread, functools.partial(q.try_push, 2)) is None
+        assert len(q) == 2
+    jobs = WorkQueueCell(name="jobs", clock=lambda: 0.0, context=Context())
+    await jobs.push("a")
+    assert await asyncio.to_thread(in_a_thread, lambda: jobs.try_push("b")) == 1
