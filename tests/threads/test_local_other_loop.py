@@ -1,16 +1,20 @@
 """A local cell awaited on a second event loop (``asyncio.run`` in another thread) while
 the loop that first awaited it runs raises ``ThreadSafetyError`` naming the cell, its
-loop and the fix, before it applies anything; loops that take turns share cells (the
-synchronous core called from another thread: ``test_sync_other_thread``)."""
+loop and the fix, before it applies anything; loops that take turns share cells, and
+the synchronous core called from another thread (unchecked outside asyncio's debug
+mode: ``test_sync_other_thread``) wakes a waiter on its own loop."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
+
+import pytest
 
 from lazily_queue import QueueCell, ThreadSafetyError, TopicCell, WorkQueueCell, transaction
 from lazily_queue.reactive import Context, ReactiveContextError, changed, values, wait_until
@@ -149,6 +153,40 @@ def test_two_loops_with_contexts_of_their_own_run_side_by_side() -> None:
     for t in threads:
         t.join()
     assert results == [1, 1]
+
+
+@pytest.mark.skipif(sys.flags.dev_mode, reason="python -X dev is asyncio's debug mode")
+@pytest.mark.parametrize("family", ["queue", "work_queue", "topic"])
+async def test_the_sync_core_called_from_another_thread_wakes_a_waiter(
+        family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A waiter wakes on its own loop (asyncio's debug mode refuses a loop's callback
+    scheduled from another thread) when a plain thread writes through ``try_*`` of
+    cells made outside debug mode (unchecked: ``test_sync_other_thread``)."""
+    monkeypatch.delenv("PYTHONASYNCIODEBUG", raising=False)
+    asyncio.get_running_loop().set_debug(True)
+    q: QueueCell[str] = QueueCell(name="q", context=Context())
+    jobs = WorkQueueCell(name="jobs", context=q.ctx, clock=lambda: 0.0)
+    news: TopicCell[str] = TopicCell(name="news", context=q.ctx, clock=lambda: 0.0)
+    await news.subscribe("s")
+    waits: dict[str, tuple[Call, Callable[[], object]]] = {
+        "queue": (q.pop, lambda: q.try_push("x")),
+        "work_queue": (lambda: jobs.claim("w"), lambda: jobs.try_push("x")),
+        "topic": (lambda: news.advance("s"), lambda: news.try_publish("x")),
+    }
+    wait, write = waits[family]
+    waiter = asyncio.ensure_future(wait())
+    await asyncio.sleep(0)  # the waiter waits
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            write()
+        except BaseException as exc:  # the test reads what it was
+            errors.append(exc)
+    await asyncio.to_thread(writer)
+    assert errors == []
+    got = await asyncio.wait_for(waiter, 60)  # a bound on a failure, not a timing
+    assert getattr(got, "value", got) == "x"
 
 
 def test_a_second_run_in_a_thread_takes_its_cells_back() -> None:
