@@ -17,6 +17,7 @@ __all__ = [
     "HandshakeTimeoutError",
     "IncompatiblePeerError",
     "LinkBrokenError",
+    "LookupTimeoutError",
     "MissingDependencyError",
     "PeerRejectedError",
     "ProbeAnswered",
@@ -95,6 +96,11 @@ class HandshakeTimeoutError(HandshakeError, TimeoutError):
     def __init__(self, timeout: float) -> None:
         super().__init__("timeout", f"handshake not completed within {timeout:g} s")
         self.timeout = timeout
+
+
+class LookupTimeoutError(TransportError, TimeoutError):
+    """A dial's or probe's lookup of its address's host name did not finish within its
+    timeout (the resolver, say a DNS server that does not answer, never replied)."""
 
 
 class ProbeAnswered(TransportError):

@@ -18,6 +18,7 @@ from ..errors import (
     FrameTooLargeError,
     HandshakeError,
     HandshakeTimeoutError,
+    LookupTimeoutError,
     PeerRejectedError,
 )
 from ..events import EventStream, Frame, PeerCounters, PeerDown, PeerUp
@@ -242,7 +243,10 @@ class PeerLink:
                          error)
             return
         self._said_unreachable = True
-        check = ("that its host name resolves here (this node keeps trying it)"
+        check = ("its host name and the resolver (DNS server) of this host, which did not "
+                 "answer its lookup (this node keeps trying it)"
+                 if isinstance(error, LookupTimeoutError)
+                 else "that its host name resolves here (this node keeps trying it)"
                  if isinstance(error, socket.gaierror)
                  else "that it runs and listens at this address")
         logger.warning("%s peer %d at %s failed: %s; not reached in %.0fs since this node "

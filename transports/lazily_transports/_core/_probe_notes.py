@@ -7,8 +7,8 @@ import logging
 import re
 from dataclasses import dataclass
 
-__all__ = ["SHUTTING_DOWN", "ProbeReading", "dialing_note", "read_answer", "refusal_note",
-           "unresolved"]
+__all__ = ["SHUTTING_DOWN", "ProbeReading", "dialing_note", "lookup_timed_out", "read_answer",
+           "refusal_note", "unresolved"]
 
 #: The refusal of a dial or probe reaching a mesh that is closing (not an answer of a
 #: running member: a member that said it was stopping stays so).
@@ -23,12 +23,21 @@ _DIALING = re.compile(
 _CERTIFICATE_REFUSED = "CERTIFICATE_VERIFY_FAILED"
 #: How :func:`unresolved` ends the first part of its message.
 _UNRESOLVED = " does not resolve ("
+#: How :func:`lookup_timed_out` goes on after the address.
+_LOOKUP_TIMED_OUT = ": the lookup timed out after "
 
 
 def unresolved(address: str, reason: str) -> str:
     """The failure of a dial or probe of ``address`` whose host name did not resolve
     (``reason``: the resolver's words), as the dialer's answer to a probe quotes it."""
     return f"the host name of {address}{_UNRESOLVED}{reason})"
+
+
+def lookup_timed_out(address: str, timeout: float) -> str:
+    """The failure of a dial or probe of ``address`` whose host name's lookup did not
+    finish within ``timeout`` seconds (the resolver did not answer)."""
+    return (f"looking up the host name of {address}{_LOOKUP_TIMED_OUT}{timeout:g} s "
+            "(the resolver did not answer)")
 
 
 def refusal_note(refuser: int, refused: int, reason: str = "") -> str:
@@ -82,7 +91,7 @@ def read_answer(peer_id: int, note: str, listened_for: float) -> ProbeReading:
         if failure is not None and _CERTIFICATE_REFUSED in failure:
             hint = ("it cannot verify this node's TLS certificate: give this node one signed "
                     "by the CA in the peer's `ca` that names the address the peer dials")
-        elif failure is not None and _UNRESOLVED in failure:
+        elif failure is not None and (_UNRESOLVED in failure or _LOOKUP_TIMED_OUT in failure):
             hint = (f"the peer cannot resolve the host name it dials this node at: check that "
                     f"name where peer {peer_id} runs (it keeps trying)")
         else:  # or the prober is not the process the others know as that member
