@@ -5,13 +5,15 @@ A member removed and added back elsewhere (``add_member(ID, ADDRESS)``) has its 
 address replicated, but a node whose configuration still lists the old one in
 ``[peers]`` dials that one first: it would stay unlinked from the member until its
 configuration is corrected (and, when the removed process still runs there, reach
-only that, refused). So a link down for a whole :data:`EVERY` seconds, whose member has
-a ``[peers]`` address and a recorded one leading to different places
-(:mod:`lazily_queue.address_places`: two spellings of one place are one address), is
-moved to the other one. Once the member links at its recorded address, one warning
-says which ``[peers]`` entry to correct; while it links at neither, it is down, and one
-warning says so, repeated every :data:`DOWN_EVERY` seconds while that lasts. It only
-changes where the node dials (or probes): the link is authenticated as always.
+only that, refused). So a link down for a whole :data:`EVERY` seconds, and tried in vain
+at its address since it was moved there (a dial or probe there failed: each address is
+tried, however long the link's backoff), whose member has a ``[peers]`` address and a
+recorded one leading to different places (:mod:`lazily_queue.address_places`: two
+spellings of one place are one address), is moved to the other one. Once the member
+links at its recorded address, one warning says which ``[peers]`` entry to correct;
+while it links at neither, it is down, and one warning says so, repeated every
+:data:`DOWN_EVERY` seconds while that lasts. It only changes where the node dials (or
+probes): the link is authenticated as always.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ class StalePeers(Background):
         return self._places[address]
 
     def look(self, mesh: Mesh) -> None:
-        """Move every link down since the last look to its member's other address."""
+        """Move every link down since the last look, and tried in vain at its address, to
+        its member's other address."""
         seen: dict[int, tuple[int, bool]] = {}
         for number, current in mesh.peers.items():
             state = seen[number] = (mesh.epoch(number), mesh.is_up(number))
@@ -104,7 +107,7 @@ class StalePeers(Background):
                     self._told.add(number)
                     self._say_stale(str(number), *pair)
                 continue
-            if self._seen.get(number) == state:  # down all along since the last look
+            if self._seen.get(number) == state and mesh.failed_here(number):  # down all along
                 self._told.discard(number)
                 self._move(mesh, number, current, *pair)
         self._seen = seen

@@ -1,7 +1,8 @@
-"""A member's link down at one address for a whole look interval moves between its
-``[peers]`` address and the one the cluster recorded; a member that links at neither is
-said to be down once per :data:`~lazily_queue.stale_peers.DOWN_EVERY`, and two spellings
-of one place are one address."""
+"""A member's link down at one address for a whole look interval, and tried there in
+vain, moves between its ``[peers]`` address and the one the cluster recorded; a member
+that links at neither is said to be down once per
+:data:`~lazily_queue.stale_peers.DOWN_EVERY`, and two spellings of one place are one
+address."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ class _Mesh:
         self.peers = peers
         self.up: set[int] = set()
         self.epochs = dict.fromkeys(peers, 0)
+        #: Failed dials at each peer's current address (the link dials at once unless not).
+        self.failed = dict.fromkeys(peers, 1)
+        self.dials_at_once = True
 
     def epoch(self, peer: int) -> int:
         return self.epochs[peer]
@@ -27,8 +31,12 @@ class _Mesh:
     def is_up(self, peer: int) -> bool:
         return peer in self.up
 
+    def failed_here(self, peer: int) -> int:
+        return self.failed[peer]
+
     def readdress(self, peer: int, address: str) -> None:
         self.peers[peer] = address
+        self.failed[peer] = int(self.dials_at_once)
 
 
 class _Node:
@@ -80,6 +88,24 @@ def test_a_link_down_moves_between_the_two_addresses(caplog: pytest.LogCaptureFi
     # Members 4 (one address) and 5 (none recorded) are never moved.
     assert mesh.peers[4] == "tcp://d:4" and mesh.peers[5] == "tcp://e:5"
     assert stale.moved == 2
+
+
+def test_a_link_moves_on_only_once_its_address_was_tried() -> None:
+    """A link whose next dial comes later than the look interval (its backoff, a slow
+    dial) stays at the address it was moved to until a dial there failed."""
+    node = _Node({"3": "tcp://old:3"}, {"3": "tcp://new:3"})
+    mesh = _Mesh({3: "tcp://old:3"})
+    mesh.dials_at_once = False
+    stale = StalePeers(node)  # type: ignore[arg-type]
+    stale.look(mesh)  # type: ignore[arg-type]
+    stale.look(mesh)  # type: ignore[arg-type]
+    assert mesh.peers[3] == "tcp://new:3"
+    for _ in range(3):
+        stale.look(mesh)  # type: ignore[arg-type]
+    assert mesh.peers[3] == "tcp://new:3" and stale.moved == 1
+    mesh.failed[3] = 1  # a dial at the recorded address failed
+    stale.look(mesh)  # type: ignore[arg-type]
+    assert mesh.peers[3] == "tcp://old:3" and stale.moved == 2
 
 
 def test_a_member_down_at_both_addresses_is_said_down_once_per_interval(

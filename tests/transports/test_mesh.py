@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -17,6 +18,8 @@ from lazily_transports import (
     PeerDown,
     PeerRejectedError,
     PeerUp,
+    SchemeTable,
+    Transport,
     UnknownPeerError,
     dial,
 )
@@ -273,6 +276,36 @@ async def test_a_peer_readdressed_is_dialed_at_its_new_address() -> None:
             a.readdress(2, addresses[2])
             assert a.peers[2] == addresses[2]
             await until(a, PeerUp)
+
+
+class _Held(Transport):
+    """``held:`` addresses reach nothing; each dial waits for ``release`` first."""
+
+    def __init__(self) -> None:
+        self.dialing: list[str] = []
+        self.release = asyncio.Event()
+
+    async def connect(self, address: str, config: Any, *, ssl_context: Any = None) -> Any:
+        self.dialing.append(address)
+        await self.release.wait()
+        raise ConnectionRefusedError(f"nothing listens at {address}")
+
+    async def listen(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+async def test_failed_dials_are_counted_at_the_address_they_began_at() -> None:
+    """A dial begun before the peer was readdressed is not counted at its new address."""
+    held = _Held()
+    schemes = SchemeTable.builtin().with_transport("held", held)
+    async with Mesh(make_config(1), None, {2: "held://a"}, schemes=schemes, **FAST) as mesh:  # type: ignore[arg-type]
+        await eventually(lambda: held.dialing == ["held://a"])
+        mesh.readdress(2, "held://b")
+        held.release.set()
+        await eventually(lambda: len(held.dialing) >= 2)
+        assert held.dialing[1] == "held://b"
+        assert mesh.counters(2).connect_failures >= 1
+        await eventually(lambda: mesh.failed_here(2) == mesh.counters(2).connect_failures - 1)
 
 
 async def test_mesh_validates_its_peer_table() -> None:

@@ -201,7 +201,13 @@ class Mesh:
         connection up now stays. An unknown scheme fails here, as in ``add_peer``."""
         link = self._link(peer_id)
         self._schemes.transport_for(address)
-        link.address = address
+        link.readdress(address)
+
+    def failed_here(self, peer_id: int) -> int:
+        """How many dials (or probes) of ``peer_id`` at its current address ended without
+        a link since it was given (``add_peer``, ``readdress``); one begun at an earlier
+        address is not counted."""
+        return self._link(peer_id).failed_here
 
     async def remove_peer(self, peer_id: int) -> None:
         """Close and forget a peer's link (emits ``PeerDown`` if it was up)."""

@@ -105,6 +105,8 @@ class PeerLink:
         self._trouble: str | None = None
         #: The address :attr:`trouble` was met at.
         self._trouble_at = address
+        #: Dials or probes of :attr:`address` that ended without a link since it was set.
+        self.failed_here = 0
         self.trouble_since: float | None = None
         #: Why the last connection ended (None before one did).
         self.last_down: str | None = None
@@ -126,6 +128,15 @@ class PeerLink:
         if outcome != self._trouble:
             self._trouble = outcome
             self.trouble_since = None if outcome is None else time.time()
+
+    def readdress(self, address: str) -> None:
+        """Dial (or probe) ``address`` from the next attempt on."""
+        self.address, self.failed_here = address, 0
+
+    def _missed(self, address: str) -> None:
+        """A dial or probe of ``address`` ended without a link."""
+        if address == self.address:
+            self.failed_here += 1
 
     @property
     def dial_failure(self) -> str | None:
@@ -188,13 +199,14 @@ class PeerLink:
 
     async def _dial_forever(self) -> None:
         while not self._closed:
-            attempted = time.monotonic()
+            attempted, address = time.monotonic(), self.address
             try:
                 channel = await dial(
-                    self.address, self._config, **self._reach(),
+                    address, self._config, **self._reach(),
                     on_failure=lambda channel, error: None,  # said below, naming the peer
                 )
             except Exception as exc:  # every failure to connect is retried after a backoff
+                self._missed(address)
                 self.counters.connect_failures += 1
                 # When it began: a dial begun before the peer listened could not reach
                 # it, however late its failure is handled (a loop busy at start-up).
@@ -215,6 +227,8 @@ class PeerLink:
                 continue
             if await self.serve(channel):
                 self._backoff.reset()  # it carried frames: a lost link is dialed at once
+            else:
+                self._missed(address)
             await anyio.sleep(self._backoff.next())
 
     def _reach(self) -> dict[str, Any]:
@@ -263,9 +277,9 @@ class PeerLink:
     async def _probe_once(self) -> None:
         level = logging.WARNING
         transient = False
-        sent_at = time.monotonic()
+        sent_at, address = time.monotonic(), self.address
         try:
-            note = await probe(self.address, self._config, **self._reach())
+            note = await probe(address, self._config, **self._reach())
         except HandshakeError as exc:
             if not isinstance(exc, HandshakeTimeoutError) and SHUTTING_DOWN not in str(exc):
                 self.answered = True
@@ -294,6 +308,7 @@ class PeerLink:
                 outcome, level, detail = reading.outcome, reading.level, reading.outcome
         if self._channel is not None or self._closed:
             return
+        self._missed(address)
         if outcome == self.trouble:
             level = logging.DEBUG  # logged once per change
         self.note_trouble(outcome, transient=transient)
