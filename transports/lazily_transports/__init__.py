@@ -25,7 +25,16 @@ from ._core._handshake import (
     Negotiated,
     negotiate,
 )
-from .abc import ChannelAcceptor, DataChannel, FrameStream, LinkAttribute, Listener, Transport
+from .abc import (
+    AddressInfo,
+    ChannelAcceptor,
+    DataChannel,
+    FrameStream,
+    HostTransport,
+    LinkAttribute,
+    Listener,
+    Transport,
+)
 from .config import (
     DEFAULT_CLIENT_MAX_FRAME_SIZE,
     DEFAULT_FEATURES,
@@ -81,6 +90,7 @@ __all__ = [
     "READY_FEATURE",
     "TLS_SCHEMES",
     "AddressError",
+    "AddressInfo",
     "AdmissionGate",
     "AuthenticationError",
     "ChannelAcceptor",
@@ -96,6 +106,7 @@ __all__ = [
     "HandshakeError",
     "HandshakeTimeoutError",
     "Hello",
+    "HostTransport",
     "IncompatiblePeerError",
     "LinkAttribute",
     "LinkBrokenError",

@@ -11,9 +11,10 @@ made reachable by a ``lazily_transports.SchemeTable`` entry.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import anyio
@@ -28,6 +29,7 @@ from .frame_budget import FrameBudget
 from .tls import PeerCertificate
 
 __all__ = [
+    "AddressInfo",
     "ChannelAcceptor",
     "DataChannel",
     "FrameStream",
@@ -293,6 +295,11 @@ class Listener(ABC):
         """Stop accepting; channels already handed out stay open."""
 
 
+#: One address a host name was looked up to, as ``socket.getaddrinfo`` gives it:
+#: ``(family, type, proto, canonname, sockaddr)``.
+AddressInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, tuple[Any, ...]]
+
+
 class Transport(ABC):
     """Opens raw channels for one or more address schemes."""
 
@@ -312,3 +319,17 @@ class Transport(ABC):
         ssl_context: ssl.SSLContext | None = None,
     ) -> Listener:
         """Bind ``address`` and pass every incoming raw channel to ``accept``."""
+
+
+class HostTransport(Transport):
+    """A transport whose addresses name a host: ``dial`` and ``probe`` look a host name
+    up once, then connect through :meth:`connect_to`."""
+
+    @abstractmethod
+    async def connect_to(
+        self, address: str, config: LinkConfig, found: Sequence[AddressInfo], *,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> DataChannel:
+        """As :meth:`connect`, at the first of ``found`` (the addresses the host name of
+        ``address`` was looked up to) that answers, without looking it up again; TLS
+        still verifies the peer's certificate against that host name."""

@@ -22,7 +22,7 @@ from ._core._authentication import (
 from ._core._lookups import host_of, lookup
 from ._core._probe_notes import lookup_timed_out, unresolved
 from ._core._refusal_log import RefusalLog
-from .abc import DataChannel, Listener, Transport
+from .abc import DataChannel, HostTransport, Listener, Transport
 from .config import LinkConfig
 from .errors import AddressError, LookupTimeoutError, MissingDependencyError, shown
 from .streams import LinkStream, establish
@@ -247,19 +247,22 @@ async def _connected(address: str, config: LinkConfig, timeout: float,
                      ) -> DataChannel:
     """A raw channel to ``address`` (handshake not yet run), connected within ``timeout``
     seconds by the transport ``schemes`` (default ``DEFAULT_SCHEMES``) gives its scheme;
-    a host name that does not resolve raises ``socket.gaierror`` naming the address, one
+    a host name is looked up once, a :class:`HostTransport` connecting to what was found.
+    A host name that does not resolve raises ``socket.gaierror`` naming the address, one
     whose lookup takes the whole ``timeout`` :class:`LookupTimeoutError`."""
     transport = (DEFAULT_SCHEMES if schemes is None else schemes).transport_for(address)
     named = host_of(address)
-    looked_up = named is None
+    found = None
     try:
         async with asyncio.timeout(timeout):
             if named is not None:  # one lookup of a name in flight (see _lookups)
-                await lookup(*named)
-                looked_up = True
+                found = await lookup(*named)
+            if found is not None and isinstance(transport, HostTransport):
+                return await transport.connect_to(address, config, found,
+                                                  ssl_context=ssl_context)
             return await transport.connect(address, config, ssl_context=ssl_context)
     except TimeoutError:
-        if not looked_up:
+        if named is not None and found is None:
             raise LookupTimeoutError(lookup_timed_out(address, timeout)) from None
         raise TimeoutError(f"connecting to {address} timed out after {timeout:g} s") from None
     except socket.gaierror as exc:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import os
 import socket
 import ssl
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import cast
 
 import anyio
@@ -25,10 +26,11 @@ import anyio
 from ._core._admission import AdmissionGate, accept_backlog
 from ._core._buffered import BufferedChannel
 from ._core._framing import FrameDecoder, frame_header
+from ._core._lookups import connected_socket
 from ._core._reads import read_buffer
 from ._core._reservation import FrameReservation
 from ._core._tls_admission import admits_before_tls, admitted_tls
-from .abc import ChannelAcceptor, DataChannel, Listener, Transport
+from .abc import AddressInfo, ChannelAcceptor, DataChannel, HostTransport, Listener
 from .config import LinkConfig
 from .errors import HTTP_HINT, FrameTooLargeError, LinkBrokenError
 from .frame_budget import FrameBudget
@@ -327,12 +329,23 @@ class SocketChannel(BufferedChannel, asyncio.BufferedProtocol):
                 transport.abort()
 
 
-class SocketTransport(Transport):
+class SocketTransport(HostTransport):
     """Transport for ``unix:``, ``tcp:`` and ``tls:`` addresses."""
 
     async def connect(
         self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
     ) -> DataChannel:
+        return await self._connect(address, config, None, ssl_context)
+
+    async def connect_to(
+        self, address: str, config: LinkConfig, found: Sequence[AddressInfo], *,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> DataChannel:
+        return await self._connect(address, config, found, ssl_context)
+
+    async def _connect(self, address: str, config: LinkConfig,
+                       found: Sequence[AddressInfo] | None,
+                       ssl_context: ssl.SSLContext | None) -> DataChannel:
         tls = check_tls(address, ssl_context, listening=False)
         loop = asyncio.get_running_loop()
         if address.startswith("unix:"):
@@ -342,11 +355,15 @@ class SocketTransport(Transport):
         else:
             host, port = parse_tcp(address, listening=False)
             channel = SocketChannel(config, address, "tls" if tls else "tcp")
-            await loop.create_connection(lambda: channel, host, port,
-                                         ssl=ssl_context if tls else None,
-                                         server_hostname=host if tls else None,
-                                         ssl_handshake_timeout=(
-                                             config.handshake_timeout if tls else None))
+            start = functools.partial(loop.create_connection, lambda: channel,
+                                      ssl=ssl_context if tls else None,
+                                      server_hostname=host if tls else None,
+                                      ssl_handshake_timeout=(
+                                          config.handshake_timeout if tls else None))
+            if found is None:
+                await start(host, port)
+            else:  # the addresses the dial looked the host up to
+                await start(sock=await connected_socket(found))
         return channel
 
     async def listen(

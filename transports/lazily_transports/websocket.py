@@ -38,9 +38,10 @@ import asyncio
 import logging
 import ssl
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from http import HTTPStatus
 from urllib.parse import urlsplit
+from urllib.request import getproxies
 
 import anyio
 from websockets.asyncio.client import ClientConnection, connect
@@ -56,9 +57,10 @@ from ._core._admission import AdmissionGate, QuietServerLog, accept_backlog
 from ._core._buffered import BufferedChannel, Signal
 from ._core._gated import GatedConnection, gated_connection, tls_arguments
 from ._core._handshake import HANDSHAKE_FRAME_LIMIT
+from ._core._lookups import connected_socket
 from ._core._ws_flow import Counting, CountingClientConnection, WsReading, counting
 from ._core._ws_refusals import http_answer
-from .abc import ChannelAcceptor, DataChannel, Listener, Transport
+from .abc import AddressInfo, ChannelAcceptor, DataChannel, HostTransport, Listener
 from .config import LinkConfig
 from .errors import HTTP_HINT, HandshakeError, LinkBrokenError
 from .frame_budget import FrameBudget
@@ -300,17 +302,33 @@ class WebSocketListener(Listener):
         self._server.close(close_connections=False)
 
 
-class WebSocketTransport(Transport):
+class WebSocketTransport(HostTransport):
     """Transport for ``ws:`` and ``wss:`` addresses."""
 
     async def connect(
         self, address: str, config: LinkConfig, *, ssl_context: ssl.SSLContext | None = None
     ) -> DataChannel:
+        return await self._connect(address, config, None, ssl_context)
+
+    async def connect_to(
+        self, address: str, config: LinkConfig, found: Sequence[AddressInfo], *,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> DataChannel:
+        """As :meth:`connect`; with a proxy set in the environment (which ``websockets``
+        may dial through) the host name is left to it."""
+        return await self._connect(address, config, None if getproxies() else found,
+                                   ssl_context)
+
+    async def _connect(self, address: str, config: LinkConfig,
+                       found: Sequence[AddressInfo] | None,
+                       ssl_context: ssl.SSLContext | None) -> DataChannel:
         scheme, _host, _port, _path = parse_websocket(address, listening=False)
         check_tls(scheme, ssl_context, listening=False)
+        sock = None if found is None else await connected_socket(found)
         try:
             ws = await connect(
                 address,
+                sock=sock,
                 ssl=ssl_context if scheme == "wss" else None,
                 compression=None,
                 max_size=HANDSHAKE_FRAME_LIMIT,
