@@ -233,4 +233,23 @@ MUTATIONS = [
         ("tests/raft/test_mesh_node.py::"
          "test_a_replaced_member_that_others_dial_is_told_why_they_refuse_it",),
         "peers refusing a member after authentication back off and tell it why"),
+    Mutation(
+        "stale-link-moved-before-tried", "lazily_queue/stale_peers.py",
+        "            if self._seen.get(number) == state and mesh.failed_here(number):",
+        "            if self._seen.get(number) == state:",
+        ("tests/raft/test_stale_peers.py::"
+         "test_a_link_moves_on_only_once_its_address_was_tried",),
+        "a link moved to a member's other address is dialed there before it moves on"),
+    Mutation(
+        "dial-looks-its-host-up-twice", "transports/lazily_transports/schemes.py",
+        "            if found is not None and isinstance(transport, HostTransport):",
+        "            if False:",
+        ("tests/transports/test_host_lookups.py",),
+        "a dial of a host name looks it up once"),
+    Mutation(
+        "lookup-timeout-said-as-connect-timeout", "transports/lazily_transports/schemes.py",
+        "        if named is not None and found is None:",
+        "        if False:",
+        ("tests/transports/test_unresolved_names.py",),
+        "a dial whose host name lookup timed out says so, not that connecting did"),
 ]
