@@ -206,7 +206,8 @@ class Mesh:
     def failed_here(self, peer_id: int) -> int:
         """How many dials (or probes) of ``peer_id`` at its current address ended without
         a link since it was given (``add_peer``, ``readdress``); one begun at an earlier
-        address is not counted."""
+        address is not counted, and a link that waits to be dialed without probing
+        (``probe_after=None``) counts none."""
         return self._link(peer_id).failed_here
 
     async def remove_peer(self, peer_id: int) -> None:
