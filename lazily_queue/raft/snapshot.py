@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -31,6 +32,7 @@ from .snapshot_format import MAGIC as MAGIC
 from .snapshot_format import SnapshotError as SnapshotError
 from .snapshot_format import decode_snapshot as decode_snapshot
 from .snapshot_format import encode_snapshot as encode_snapshot
+from .snapshot_resend import ResendPacer
 from .snapshot_writer import Pause, SnapshotWriter
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,19 @@ def _without_collections(capture: Callable[[], Any]) -> Any:
         gc.enable()
 
 
+def _room(path: str, size: int) -> str:
+    """What storing a snapshot of ``size`` bytes at ``path`` needs, and the room there."""
+    needs = f"it needs {size:,} bytes"
+    try:
+        fs = os.statvfs(os.path.dirname(path) or ".")
+    except OSError:
+        return needs
+    free, total = fs.f_bavail * fs.f_frsize, fs.f_blocks * fs.f_frsize
+    if size > total:
+        return f"{needs}, more than the whole disk of {total:,}: move it to a larger one"
+    return f"{needs}, {free:,} of {total:,} are free: make room"
+
+
 class SnapshotStore:
     """PySyncObj's serializer interface over a :class:`Disk`."""
 
@@ -115,9 +130,14 @@ class SnapshotStore:
         self._state = NOT_SERIALIZING
         self._current_id: int | None = None
         self._data: bytes | None = None
-        #: Per member a transmission is going to: the snapshot it started with, and how
-        #: many of its bytes were handed out. A snapshot taken meanwhile does not restart it.
-        self._sending: dict[Any, tuple[bytes, int]] = {}
+        #: Per member a transmission is going to: the snapshot it started with, how many
+        #: of its bytes were handed out, and its number (:attr:`_number`). A snapshot
+        #: taken meanwhile does not restart it.
+        self._sending: dict[Any, tuple[bytes, int, int]] = {}
+        #: Counts the snapshots this store held (taken or installed), naming them.
+        self._number = 0
+        #: Spaces out whole transmissions of one snapshot to one member (it refused it).
+        self.resends = ResendPacer(clock, lambda: self.retry_delay)
         #: A transmission is paced so that the links never drop a chunk (a hole makes the
         #: follower refuse the snapshot, and it starts again): a chunk goes to a member
         #: only while fewer than ``window_bytes`` of messages are queued for it in this
@@ -219,6 +239,7 @@ class SnapshotStore:
             self._state = FAILED
             return
         self._data = raw
+        self._number += 1
         self._state = SUCCESS
         self.taken += 1
         if self.disk_failures:
@@ -297,17 +318,19 @@ class SnapshotStore:
         started = self._sending.get(transmissionID)
         if started is None:
             data = self._raw()
-            if data is None:
+            number = self._number
+            if data is None or self.resends.waits(transmissionID, number):
                 return None
             sent = 0
         else:
-            data, sent = started
+            data, sent, number = started
         chunk = data[sent : sent + self._chunk]
         is_last = not chunk
         if is_last:
             self._sending.pop(transmissionID, None)
+            self.resends.sent(transmissionID, number)
         else:
-            self._sending[transmissionID] = (data, sent + len(chunk))
+            self._sending[transmissionID] = (data, sent + len(chunk), number)
         return chunk, sent == 0, is_last
 
     def cancelTransmisstion(self, transmissionID: Any) -> None:
@@ -356,17 +379,21 @@ class SnapshotStore:
             self._disk.replace(self.path, raw)
         except OSError as exc:
             # The leader sends it again; until the disk takes it the follower stays behind.
+            error = f"{self.path}: {exc.strerror or exc} ({_room(self.path, len(raw))})"
             if not self.write_failed:
-                log.error("could not store the snapshot from the leader at %s: %s; it is "
-                          "refused until the disk accepts it", self.path, exc)
+                log.error("could not store the snapshot from the leader at %s; it is "
+                          "refused until the disk accepts it, and the leader sends it "
+                          "again less and less often (at most every %g s)", error,
+                          self.resends.cap)
             self.write_failed = True
-            self.write_error = f"{self.path}: {exc.strerror or exc}"
+            self.write_error = error
             return False
         if self.write_failed:
             log.warning("stored the snapshot from the leader at %s again", self.path)
             self.write_failed = False
             self.write_error = None
         self._data = raw
+        self._number += 1
         self._prepared = (doc, prepared)
         self.installed += 1
         return True

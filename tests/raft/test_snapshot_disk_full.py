@@ -123,39 +123,78 @@ async def test_a_node_whose_snapshots_are_refused_logs_it_once(
     assert len(lines) <= 3, lines[:20]
 
 
-def test_a_leaders_snapshot_the_disk_refuses_is_shown_until_it_is_stored(
-        tmp_path: Path) -> None:
-    from lazily_queue.health import health
-
+def _leader_and_follower(tmp_path: Path, now: list[float]
+                         ) -> tuple[SnapshotStore, SnapshotStore, Any]:
+    """A leader's store holding a snapshot, a follower's store whose disk refuses it, and
+    ``send()``: one whole transmission from the first to the second (``None`` when the
+    leader holds it back), whether the follower stored it."""
     leader = SnapshotStore(OsDisk(sync=False), str(tmp_path / "leader.cbor"),
                            capture=lambda: {"queues": {}}, install=lambda _: None,
-                           prepare=lambda _: None)
+                           prepare=lambda _: None, clock=lambda: now[0])
     leader.serialize((None, (b"b", 6, 1), (b"a", 5, 1), ["1"]), 6)
     assert leader.checkSerializing()[0] == SUCCESS
-    disk = SnapshotRefusingDisk()
-    follower = SnapshotStore(disk, str(tmp_path / "snapshot.cbor"),
+    follower = SnapshotStore(SnapshotRefusingDisk(), str(tmp_path / "snapshot.cbor"),
                              capture=lambda: {"queues": {}}, install=lambda _: None,
                              prepare=lambda _: None)
 
-    def send() -> bool:
+    def send() -> bool | None:
         while True:
             data = leader.getTransmissionData("f")
-            assert data is not None
+            if data is None:
+                return None
             stored = follower.setTransmissionData(data)
             if data[2]:  # the last chunk
                 return bool(stored)
 
-    assert not send()
+    return leader, follower, send
+
+
+def test_a_leaders_snapshot_the_disk_refuses_is_shown_until_it_is_stored(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from lazily_queue.health import health
+
+    _, follower, send = _leader_and_follower(tmp_path, [0.0])
+    assert send() is False
     assert follower.write_error is not None
     assert "No space left on device" in follower.write_error
+    assert "it needs " in follower.write_error and " are free: make room" in follower.write_error
     status = {"members": [], "has_quorum": True, "leader": "1", "term": 2,
               "disk": {"writable": True, "error": None,
                        "snapshot_error": follower.write_error}}
     seen = health(status, [])
     assert seen["level"] == "critical"
     assert any("the leader's snapshot cannot be stored" in r for r in seen["reasons"])
-    follower._disk = OsDisk(sync=False)
-    assert send() and follower.write_error is None
+    assert caplog.text.count("could not store the snapshot from the leader") == 1
+
+
+def test_a_snapshot_a_member_refused_is_sent_again_less_and_less_often(
+        tmp_path: Path) -> None:
+    now = [0.0]
+    leader, follower, send = _leader_and_follower(tmp_path, now)
+    leader.retry_delay = 1.0
+    sent_at = []
+    while now[0] < 100:  # the engine asks for a chunk on every step
+        outcome = send()
+        if outcome is not None:
+            assert outcome is False
+            sent_at.append(now[0])
+        now[0] = round(now[0] + 0.05, 2)
+    assert sent_at == [0.0, 1.0, 3.0, 7.0, 15.0, 31.0, 61.0, 91.0]  # up to 30 s apart
+    follower._disk = OsDisk(sync=False)  # room was made
+    now[0] = 121.0
+    assert send() is True and follower.write_error is None
+    assert follower.installed == 1
+
+
+def test_a_new_snapshot_is_sent_at_once_to_a_member_that_refused_the_last(
+        tmp_path: Path) -> None:
+    now = [0.0]
+    leader, _, send = _leader_and_follower(tmp_path, now)
+    assert send() is False
+    assert send() is None
+    leader.serialize((None, (b"c", 9, 1), (b"b", 8, 1), ["1"]), 9)
+    assert leader.checkSerializing()[0] == SUCCESS
+    assert send() is False
 
 
 async def test_a_node_shows_the_snapshot_error_in_its_status(tmp_path: Path) -> None:
