@@ -2,8 +2,10 @@
 
 A member whose journal cannot be written (a full or failing disk) drops the Raft traffic
 it receives and sends none (:mod:`.disk_stall`), yet its links stay up: to the others it
-looks alive. When such silent members leave fewer than a majority answering, a commit
-timeout is told so, naming them, with the likely cause and how to check it.
+looks alive, as it does across a partition that drops packets without closing links, or
+when its process is frozen. When such silent members leave fewer than a majority
+answering, a commit timeout is told so, naming them, with the likely causes and how to
+check them.
 """
 
 from __future__ import annotations
@@ -47,4 +49,6 @@ class Silence:
                 f"and {need} are needed. A member falls silent so while it cannot write its "
                 "journal (a full or failing disk): check their logs for \"cannot write its "
                 "journal\" and `lazily-queue status` (disk); once their disks accept writes "
-                "they resume by themselves")
+                "they resume by themselves. A network dropping their traffic without "
+                "closing the links (a partition) or a frozen process looks the same: check "
+                "that they run and that this member reaches them")

@@ -36,7 +36,7 @@ def say(event: str, **fields: Any) -> None:
 def failed(op: str, exc: BaseException) -> None:
     say("error", op=op, type=type(exc).__name__,
         mro=[c.__name__ for c in type(exc).__mro__],
-        applied=getattr(exc, "applied", "n/a"), msg=str(exc)[:400])
+        applied=getattr(exc, "applied", "n/a"), msg=str(exc)[:1200])
 
 
 async def produce(client: Any, role: str, name: str, stop: asyncio.Event) -> None:

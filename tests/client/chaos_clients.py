@@ -168,8 +168,9 @@ class Harness:
                         print(c.stderr.decode()[-3000:])
             raise
         workers = [c for c in live if c.role == "work"]
-        await asyncio.wait([asyncio.create_task(w.wait("settled", after, timeout))
-                            for w in workers], return_when=asyncio.FIRST_COMPLETED)
+        if workers:
+            await asyncio.wait([asyncio.create_task(w.wait("settled", after, timeout))
+                                for w in workers], return_when=asyncio.FIRST_COMPLETED)
 
     @staticmethod
     def _progress(client: Client) -> set[str]:
