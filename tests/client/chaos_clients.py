@@ -10,7 +10,8 @@ and at the end what was lost or doubled, checked against every acknowledgement t
 clients printed (:mod:`tests.client.chaos_report`); it exits 1 when anything was lost,
 doubled or untyped. Every client's events stay in ``events.jsonl`` of the run's
 directory (``/tmp/lq-chaos-*``, printed). ``CHAOS_DISK_FULL`` is how long the leader's
-disk stays full (seconds, 4 by default).
+disk stays full (seconds, 4 by default). A network partition runs apart, its links
+through TCP relays: :mod:`tests.client.chaos_partition`.
 """
 
 from __future__ import annotations
