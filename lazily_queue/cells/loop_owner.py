@@ -23,18 +23,24 @@ import threading
 from asyncio import _get_running_loop
 from collections.abc import Callable, Iterable
 from threading import get_ident
+from typing import Any, TypeVar, cast
 
 from ..errors import ThreadSafetyError
 from ..reactive import Context, resolve_context
 from ..reactive.context import claim_loops
 
+_Call = TypeVar("_Call", bound=Callable[..., Any])
+
 
 def thread_checks() -> bool:
     """Whether cells made now check the thread of their synchronous calls: in asyncio's
     debug mode, ``python -X dev`` or ``PYTHONASYNCIODEBUG`` set (read as asyncio reads
-    it for a new event loop)."""
-    return sys.flags.dev_mode or (
-        not sys.flags.ignore_environment and bool(os.environ.get("PYTHONASYNCIODEBUG")))
+    it for a new event loop), or made on a running loop in debug mode."""
+    if sys.flags.dev_mode or (
+            not sys.flags.ignore_environment and os.environ.get("PYTHONASYNCIODEBUG")):
+        return True
+    loop = _get_running_loop()
+    return loop is not None and loop.get_debug()
 
 
 class LoopOwned:
@@ -60,6 +66,18 @@ class LoopOwned:
         loop = ctx.loop
         if get_ident() != ctx.thread or loop is None or not loop.is_running():
             own((self,))
+
+    def _checked(self, op: str, call: _Call) -> _Call:
+        """``call`` (the synchronous ``op``), checking its thread first
+        (:meth:`_at_home`) when this cell checks threads; else ``call`` itself."""
+        if not self._checks_thread:
+            return call
+        at_home = self._at_home
+
+        def checked(*args: Any) -> Any:
+            at_home(op)
+            return call(*args)
+        return cast(_Call, checked)
 
     def _at_home(self, op: str) -> None:
         """Raise :class:`ThreadSafetyError` when the cell checks threads and the

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from ..core.dedup import check_msg_id
-from ..core.fifo import Guard
+from ..core.fifo import Guard, guarded
 from ..core.limits import Limits
 from ..core.push_options import PushOptions
 from ..core.queue import (
@@ -150,9 +150,10 @@ class QueueCell(QueueSyncOps[T], QueueOptions, QueueBatches[T], Generic[T]):
         reporting = as_reporting(storage)
         if reporting is not None and not self._observed:
             # The deque's fast path: the invalidation rule inlined, one call per op.
-            self.try_push, self.try_pop = reporting.reporting_ops(
-                group.invalidate,
-                Guard(self.ctx, self._away) if self._checks_thread else None)
+            ops = reporting.reporting_ops(group.invalidate)
+            if self._checks_thread:
+                ops = guarded(ops, Guard(self.ctx, self._away))
+            self.try_push, self.try_pop = ops
         elif self._sync is not None:
             self.try_push, self.try_pop = self._sync_ops(self._sync)
         else:

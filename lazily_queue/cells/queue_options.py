@@ -45,7 +45,7 @@ class QueueOptions:
     delayed_len: Slot[int]
     try_push: Any
     try_pop: Any
-    _at_home: Callable[[str], None]  # the cell's thread check (:mod:`.loop_owner`)
+    _checked: Callable[[str, Any], Any]  # a call checking its thread (:mod:`.loop_owner`)
 
     def _invalidate(self, mask: int) -> None:
         raise NotImplementedError
@@ -119,23 +119,21 @@ class QueueOptions:
             return
         self._promoting = True
         invalidate, counts, moved = self._invalidate, self._counts, self._moved
-        at_home = self._at_home
 
         def try_push(value: Any) -> Any:
-            at_home("try_push")
             before = counts()
             err = storage.try_push(value)
             invalidate(moved(before))
             return err
 
         def try_pop() -> Any:
-            at_home("try_pop")
             before = counts()
             result = storage.try_pop()
             invalidate(moved(before))
             return result
 
-        self.try_push, self.try_pop = try_push, try_pop
+        self.try_push = self._checked("try_push", try_push)
+        self.try_pop = self._checked("try_pop", try_pop)
 
     def delayed(self) -> list[tuple[int, int, Any]]:
         """``(due_ms, id, value)`` of the delayed elements in the order they fall due

@@ -5,7 +5,7 @@ deque); elsewhere ``try_push`` / ``try_pop`` / ``try_close`` raise
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..core.queue import CLOSED, QueuePopError, QueuePushError, pop_mask, push_mask
 from ..errors import UnsupportedOperation
@@ -24,6 +24,7 @@ class QueueSyncOps(Generic[T]):
     _sync: SyncQueueStorage[T] | None
     _invalidate: Callable[[int], None]
     _at_home: Callable[[str], None]  # the cell's thread check (:mod:`.loop_owner`)
+    _checked: Callable[[str, Any], Any]  # a call checking its thread (the same)
 
     def _sync_ops(
         self, storage: SyncQueueStorage[T]
@@ -33,7 +34,6 @@ class QueueSyncOps(Generic[T]):
         invalidate = self._invalidate
 
         def try_push(value: T) -> QueuePushError | None:
-            self._at_home("try_push")
             pre = storage.len()
             err = storage.try_push(value)
             if err is None and not self._observed:
@@ -41,14 +41,13 @@ class QueueSyncOps(Generic[T]):
             return err
 
         def try_pop() -> T | QueuePopError:
-            self._at_home("try_pop")
             pre = storage.len()
             result = storage.try_pop()
             if not self._observed and not isinstance(result, QueuePopError):
                 invalidate(pop_mask(pre, cap))
             return result
 
-        return try_push, try_pop
+        return self._checked("try_push", try_push), self._checked("try_pop", try_pop)
 
     def _refusing_ops(
         self,

@@ -235,7 +235,8 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
                 f"{type(self._storage).__name__} is not one; use "
                 f"`await {self.name}.{awaitable}` instead"
             )
-        self._at_home(method)
+        if self._checks_thread:
+            self._at_home(method)
         return self._sync
 
     # -- synchronous core (capability ``sync``) -------------------------------------------

@@ -201,7 +201,8 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
                 f"{type(self._storage).__name__} is not one; use "
                 f"`await {self.name}.{awaitable}` instead"
             )
-        self._at_home(method)
+        if self._checks_thread:
+            self._at_home(method)
         return self._sync
 
     def _now(self, now: Now) -> float | None:

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from ..errors import shown
 from . import ids
 from .fifo_delayed import FifoDelayed
-from .fifo_reporting import FifoOps, FifoReporting, Guard, Report
+from .fifo_reporting import FifoOps, FifoReporting, Guard, Report, guarded
 from .headers import Headers
 from .ids import Run
 from .queue import (
@@ -350,4 +350,4 @@ class Fifo(FifoReporting[T], FifoDelayed[T], Generic[T]):
         return (self._tail_first, n, self._tail_stamp) if n else None
 
 
-__all__ = ["Clock", "Fifo", "FifoOps", "Guard", "Report"]
+__all__ = ["Clock", "Fifo", "FifoOps", "Guard", "Report", "guarded"]

@@ -1,6 +1,6 @@
 """The reporting fast path of :class:`~.fifo.Fifo`: ``try_push`` / ``try_pop`` that
-report the invalidation mask of each successful transition (a base of the FIFO), with
-a thread check first where their :class:`Guard` asks for one."""
+report the invalidation mask of each successful transition (a base of the FIFO), and
+:func:`guarded`: such ops checking their thread first (:class:`Guard`)."""
 
 from __future__ import annotations
 
@@ -77,19 +77,16 @@ class FifoReporting(Generic[T]):
     def _close_tail(self, stamp: int) -> None:
         raise NotImplementedError
 
-    def reporting_ops(self, report: Report, guard: Guard | None = None) -> FifoOps[T]:
+    def reporting_ops(self, report: Report) -> FifoOps[T]:
         """``try_push`` and ``try_pop`` that call ``report(mask)`` after each success.
 
         ``mask`` is the invalidation set of the transition (``push_mask`` /
         ``pop_mask`` of :mod:`lazily_queue.core.queue`); failures report nothing. This
-        is a shell's fast path: one call per operation, the rule inlined; with a
-        ``guard``, each op checks it first (:class:`Guard`).
+        is a shell's fast path: one call per operation, the rule inlined.
         """
         if self._capacity is None:
-            ops = self._unbounded_ops(report)
-        else:
-            ops = self._bounded_ops(report, self._capacity)
-        return ops if guard is None else _guarded(ops, guard)
+            return self._unbounded_ops(report)
+        return self._bounded_ops(report, self._capacity)
 
     def _unbounded_ops(self, report: Report) -> FifoOps[T]:
         items = self._items
@@ -169,7 +166,7 @@ class FifoReporting(Generic[T]):
         return FifoOps(try_push, try_pop)
 
 
-def _guarded(ops: FifoOps[T], guard: Guard) -> FifoOps[T]:
+def guarded(ops: FifoOps[T], guard: Guard) -> FifoOps[T]:
     """``ops``, each checking ``guard`` first (:class:`Guard`)."""
     home, away = guard
     push, pop = ops

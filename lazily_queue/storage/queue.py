@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
-from ..core.fifo import FifoOps, Guard, Report
+from ..core.fifo import FifoOps, Report
 from ..core.ids import Run
 from ..core.queue import QueuePopError, QueuePushError
 from .capabilities import StorageCapabilities, declared
@@ -164,7 +164,7 @@ class ObservableQueueStorage(QueueStorage[T], Protocol[T]):
 class ReportingQueueStorage(SyncQueueStorage[T], Protocol[T]):
     """Capability ``reporting_ops``."""
 
-    def reporting_ops(self, report: Report, guard: Guard | None = ...) -> FifoOps[T]: ...
+    def reporting_ops(self, report: Report) -> FifoOps[T]: ...
 
 
 REQUIRED = ("len", "is_closed", "capacity", "offer", "poll", "close", "poll_many", "unpoll")

@@ -163,10 +163,10 @@ async def test_the_sync_core_called_from_another_thread_wakes_a_waiter(
     scheduled from another thread) when a plain thread writes through ``try_*`` of
     cells made outside debug mode (unchecked: ``test_sync_other_thread``)."""
     monkeypatch.delenv("PYTHONASYNCIODEBUG", raising=False)
-    asyncio.get_running_loop().set_debug(True)
     q: QueueCell[str] = QueueCell(name="q", context=Context())
     jobs = WorkQueueCell(name="jobs", context=q.ctx, clock=lambda: 0.0)
     news: TopicCell[str] = TopicCell(name="news", context=q.ctx, clock=lambda: 0.0)
+    asyncio.get_running_loop().set_debug(True)  # after the cells were made: unchecked
     await news.subscribe("s")
     waits: dict[str, tuple[Call, Callable[[], object]]] = {
         "queue": (q.pop, lambda: q.try_push("x")),

@@ -226,3 +226,36 @@ async def test_outside_debug_mode_the_synchronous_core_is_not_checked(
     jobs = WorkQueueCell(name="jobs", clock=lambda: 0.0, context=Context())
     await jobs.push("a")
     assert await asyncio.to_thread(in_a_thread, lambda: jobs.try_push("b")) == 1
+
+
+@pytest.mark.skipif(sys.flags.dev_mode, reason="python -X dev is asyncio's debug mode")
+def test_a_cell_made_on_a_loop_in_debug_mode_checks_its_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``asyncio.run(..., debug=True)`` without the environment variable: the cells made
+    on that loop check; one made outside it does not."""
+    monkeypatch.delenv("PYTHONASYNCIODEBUG")
+    outside: QueueCell[int] = QueueCell(name="outside", context=Context())
+
+    async def main() -> object:
+        q: QueueCell[int] = QueueCell(name="orders", context=Context())
+        await q.push(1)
+        await outside.push(1)
+        assert await asyncio.to_thread(in_a_thread, functools.partial(outside.try_push, 2)) \
+            is None
+        return await asyncio.to_thread(in_a_thread, functools.partial(q.try_push, 2))
+
+    assert isinstance(asyncio.run(main(), debug=True), ThreadSafetyError)
+
+
+def test_a_backend_with_the_documented_one_argument_reporting_ops_still_serves_a_cell(
+) -> None:
+    """The capability is ``reporting_ops(report)``: the thread check wraps what it
+    returns, in debug mode as outside it."""
+    from lazily_queue.storage.local import VecDequeStorage
+
+    class Backend(VecDequeStorage[int]):
+        def reporting_ops(self, report: Any) -> Any:  # the documented signature
+            return super().reporting_ops(report)
+
+    q: QueueCell[int] = QueueCell(Backend(), name="custom", context=Context())
+    assert q.try_push(1) is None and q.try_pop() == 1
