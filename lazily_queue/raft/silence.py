@@ -43,8 +43,9 @@ class Silence:
         if not silent or answering >= need:
             return None
         quiet = min(now - heard.get(m, since) for m in silent)
-        names = ", ".join(silent)
-        return (f"members {names} are linked to node {me} but sent no Raft message for "
+        names = ("member " if len(silent) == 1 else "members ") + ", ".join(silent)
+        are = "is" if len(silent) == 1 else "are"
+        return (f"{names} {are} linked to node {me} but sent no Raft message for "
                 f"{quiet:.0f} s or more, so {answering} of {len(members)} members answer "
                 f"and {need} are needed. A member falls silent so while it cannot write its "
                 "journal (a full or failing disk): check their logs for \"cannot write its "

@@ -19,6 +19,7 @@ loading it installs the prepared state. A snapshot over ``max_bytes`` (default
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 import os
@@ -80,9 +81,12 @@ def _without_collections(capture: Callable[[], Any]) -> Any:
         gc.enable()
 
 
-def _room(path: str, size: int) -> str:
-    """What storing a snapshot of ``size`` bytes at ``path`` needs, and the room there."""
+def _room(path: str, size: int, error: OSError) -> str:
+    """What storing a snapshot of ``size`` bytes at ``path`` needs, and, when ``error``
+    says the disk is full (or the quota used), the room there."""
     needs = f"it needs {size:,} bytes"
+    if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+        return needs
     try:
         fs = os.statvfs(os.path.dirname(path) or ".")
     except OSError:
@@ -379,7 +383,7 @@ class SnapshotStore:
             self._disk.replace(self.path, raw)
         except OSError as exc:
             # The leader sends it again; until the disk takes it the follower stays behind.
-            error = f"{self.path}: {exc.strerror or exc} ({_room(self.path, len(raw))})"
+            error = f"{self.path}: {exc.strerror or exc} ({_room(self.path, len(raw), exc)})"
             if not self.write_failed:
                 log.error("could not store the snapshot from the leader at %s; it is "
                           "refused until the disk accepts it, and the leader sends it "

@@ -6,6 +6,7 @@ import asyncio
 import errno
 import logging
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -96,11 +97,16 @@ def test_a_snapshot_the_disk_refuses_leaves_no_partial_file_holding_the_space(
 
 
 class SnapshotRefusingDisk(OsDisk):
-    """Refuses to write snapshot files; the journal and metadata are written."""
+    """Refuses to write snapshot files (``code``: full by default); the journal and
+    metadata are written."""
+
+    def __init__(self, code: int = errno.ENOSPC) -> None:
+        super().__init__()
+        self.code = code
 
     def replace(self, path: str, data: bytes) -> None:
         if path.endswith("snapshot.cbor"):
-            raise OSError(errno.ENOSPC, "No space left on device")
+            raise OSError(self.code, os.strerror(self.code))
         super().replace(path, data)
 
 
@@ -123,7 +129,7 @@ async def test_a_node_whose_snapshots_are_refused_logs_it_once(
     assert len(lines) <= 3, lines[:20]
 
 
-def _leader_and_follower(tmp_path: Path, now: list[float]
+def _leader_and_follower(tmp_path: Path, now: list[float], code: int = errno.ENOSPC
                          ) -> tuple[SnapshotStore, SnapshotStore, Any]:
     """A leader's store holding a snapshot, a follower's store whose disk refuses it, and
     ``send()``: one whole transmission from the first to the second (``None`` when the
@@ -133,7 +139,7 @@ def _leader_and_follower(tmp_path: Path, now: list[float]
                            prepare=lambda _: None, clock=lambda: now[0])
     leader.serialize((None, (b"b", 6, 1), (b"a", 5, 1), ["1"]), 6)
     assert leader.checkSerializing()[0] == SUCCESS
-    follower = SnapshotStore(SnapshotRefusingDisk(), str(tmp_path / "snapshot.cbor"),
+    follower = SnapshotStore(SnapshotRefusingDisk(code), str(tmp_path / "snapshot.cbor"),
                              capture=lambda: {"queues": {}}, install=lambda _: None,
                              prepare=lambda _: None)
 
@@ -165,6 +171,15 @@ def test_a_leaders_snapshot_the_disk_refuses_is_shown_until_it_is_stored(
     assert seen["level"] == "critical"
     assert any("the leader's snapshot cannot be stored" in r for r in seen["reasons"])
     assert caplog.text.count("could not store the snapshot from the leader") == 1
+
+
+def test_a_snapshot_refused_for_another_cause_than_room_gives_its_size_alone(
+        tmp_path: Path) -> None:
+    _, follower, send = _leader_and_follower(tmp_path, [0.0], errno.EIO)
+    assert send() is False
+    assert follower.write_error is not None
+    assert re.search(re.escape(os.strerror(errno.EIO)) + r" \(it needs [\d,]+ bytes\)$",
+                     follower.write_error), follower.write_error  # no room to make
 
 
 def test_a_snapshot_a_member_refused_is_sent_again_less_and_less_often(
