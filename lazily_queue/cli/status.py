@@ -83,18 +83,13 @@ def run(args: argparse.Namespace) -> int:
               "the node running with `http` set to this address?", file=sys.stderr)
         return 1
     except (http.client.HTTPException, ValueError) as exc:
-        print(f"error: {url.rstrip('/')} is not a node's status page ({type(exc).__name__}); "
+        print(f"error: {url.rstrip('/')} is not a node's status page ({_why(exc)}); "
               "give the node's `http` address, not its `listen` address", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=True))
-    else:
-        from rich.console import Console
-
-        from .status_view import render
-
-        # Piped or redirected output is read whole (grep, a log): no column is cut.
-        Console(width=None if sys.stdout.isatty() else 240).print(*render(status))
+    elif (code := _show("render", status, f"{url.rstrip('/')}/status.json")) is not None:
+        return code
     removed = status.get("removed")
     if args.require_leader and isinstance(removed, dict):
         print(f"error: {removed_reason(removed)}", file=sys.stderr)
@@ -151,7 +146,7 @@ def _objects(url: str, args: argparse.Namespace) -> int:
     target = f"{url.rstrip('/')}/objects.json?{query}"
     try:
         with urllib.request.urlopen(target, timeout=args.timeout) as response:
-            page: dict[str, Any] = json.load(response)
+            page = _read_object(response, ("kind", "objects"))
     except urllib.error.HTTPError as exc:
         print(f"error: {target} answered {exc.code}: {exc.read()[:500].decode(errors='replace')}",
               file=sys.stderr)
@@ -161,18 +156,33 @@ def _objects(url: str, args: argparse.Namespace) -> int:
               "`http` set to this address?", file=sys.stderr)
         return 1
     except (http.client.HTTPException, ValueError) as exc:
-        print(f"error: {url.rstrip('/')} is not a node's status page ({type(exc).__name__})",
+        print(f"error: {url.rstrip('/')} is not a node's status page ({_why(exc)})",
               file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(page, indent=2, sort_keys=True))
         return 0
-    from rich.console import Console
+    return _show("render_page", page, target) or 0
 
-    from .status_view import render_page
 
-    Console(width=None if sys.stdout.isatty() else 240).print(*render_page(page))
-    return 0
+def _show(view: str, document: dict[str, Any], source: str) -> int | None:
+    """Print ``document`` with the :mod:`.status_view` function ``view`` (imported here:
+    rich is loaded only to print tables); 1 after one line on stderr when it cannot read
+    the document (a node of another version), else ``None``."""
+    from . import status_view
+
+    try:
+        status_view.show(getattr(status_view, view), document)
+    except status_view.ShapeError as exc:
+        print(f"error: {source} is not a status document of this version of lazily-queue "
+              f"({exc}); --json prints it as it is", file=sys.stderr)
+        return 1
+    return None
+
+
+def _why(exc: Exception) -> str:
+    """The class of ``exc``, and its message when it is a document of the wrong shape."""
+    return str(exc) if isinstance(exc, _NotANode) else type(exc).__name__
 
 
 def _leader(status: dict[str, Any]) -> Any:
@@ -190,9 +200,21 @@ def _leader_detail(status: dict[str, Any]) -> str:
     return f"state {status.get('state')}, term {status.get('term')}"
 
 
+class _NotANode(ValueError):
+    """JSON that no node answers at that path."""
+
+
+def _read_object(response: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON object ``response`` holds, with each of ``keys``; else :class:`_NotANode`."""
+    document = json.load(response)
+    if not isinstance(document, dict) or any(key not in document for key in keys):
+        raise _NotANode("it answered JSON without the fields " + ", ".join(keys))
+    return document
+
+
 def fetch_status(url: str, *, timeout: float = 5.0) -> dict[str, Any]:
-    """``GET {url}/status.json`` as a dict."""
+    """``GET {url}/status.json`` as a dict; :class:`ValueError` when the answer is not
+    JSON or not a node's status (an object with ``node``, ``cluster`` and ``state``)."""
     target = url.rstrip("/") + "/status.json"
     with urllib.request.urlopen(target, timeout=timeout) as response:
-        document: dict[str, Any] = json.load(response)
-    return document
+        return _read_object(response, ("node", "cluster", "state"))

@@ -2,10 +2,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
+
+
+class ShapeError(ValueError):
+    """A document that is not what a node of this version answers at that path."""
+
+
+class _Console(Console):
+    """Stdout, read whole when piped (no column cut); a reader that went away raises
+    :class:`BrokenPipeError`, which the command line ends with status 141 (rich exits
+    with status 1)."""
+
+    def __init__(self) -> None:
+        super().__init__(width=None if sys.stdout.isatty() else 240)
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def show(view: Callable[[dict[str, Any]], list[Table]], document: Any) -> None:
+    """Print ``view(document)`` on stdout; a document ``view`` cannot read (another
+    program's, or a field missing or of another type) raises :class:`ShapeError` before
+    anything is printed."""
+    try:
+        tables = view(document)
+    except (LookupError, TypeError, AttributeError, ValueError) as exc:
+        raise ShapeError(f"{type(exc).__name__}: {exc}") from None
+    _Console().print(*tables)
 
 
 def _dash(value: Any) -> str:
