@@ -60,6 +60,17 @@ def reach_note(url: str, error: object) -> str:
             f"{parts.hostname} to no_proxy to reach the node directly)")
 
 
+def not_a_node(url: str, why: str, what: str) -> str:
+    """The line for an answer of ``url`` that is not a node's ``what`` (``why``: how it
+    is not), or no answer at all: the address may be the node's Raft ``listen`` one."""
+    if why == http.client.RemoteDisconnected.__name__:
+        return (f"{url} closed the connection without answering; give the node's `http` "
+                "address, not its `listen` address (or, if it is the `http` one, the node may "
+                "be stopping: ask again)")
+    return (f"{url} is not a node's {what} ({why}); give the node's `http` address, not its "
+            "`listen` address")
+
+
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds above 0."""
     try:
@@ -219,11 +230,10 @@ class AdminClient:
                 + ("nothing was asked to change" if method == "GET" else
                    "what was asked may still be done: check (`lazily-queue status`, "
                    "`members list`) before asking again")) from None
+        except (http.client.HTTPException, ValueError) as exc:
+            raise CliError(not_a_node(self.url, type(exc).__name__, "admin API")) from None
         except OSError as exc:
             raise CliError(f"{self.url}: {exc}") from None
-        except (http.client.HTTPException, ValueError) as exc:
-            raise CliError(f"{self.url} is not a node's admin API ({type(exc).__name__}); "
-                           "give the node's `http` address, not its `listen` address") from None
 
 
 def _token(env: str | None, file: Path | None) -> str:
@@ -264,10 +274,16 @@ def _describe(error: dict[str, Any], status: int) -> str:
 
 
 def run(handler: Any, args: argparse.Namespace) -> int:
-    """Run ``handler(client, args)``; a :class:`CliError` becomes one line and its code."""
+    """Run ``handler(client, args)``; a :class:`CliError` becomes one line and its code,
+    and so does an answer ``handler`` cannot read (a field missing or of another type)."""
     try:
         client = AdminClient.from_args(args)
-        handler(client, args)
+        try:
+            handler(client, args)
+        except (LookupError, TypeError, AttributeError, ValueError) as exc:
+            raise CliError(f"{client.url} answered what this version of lazily-queue does not "
+                           f"read ({type(exc).__name__}: {exc}); is it a node of this version, "
+                           "at its `http` address?") from None
     except CliError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code

@@ -13,7 +13,15 @@ import urllib.request
 from typing import Any
 
 from ..health import removed_reason
-from .admin_client import CliError, node_url, position, reach_note, refuse_port_zero, seconds
+from .admin_client import (
+    CliError,
+    node_url,
+    not_a_node,
+    position,
+    reach_note,
+    refuse_port_zero,
+    seconds,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -77,15 +85,10 @@ def run(args: argparse.Namespace) -> int:
     if args.kind is not None:
         return _objects(url, args)
     try:
-        status = fetch_status(url, timeout=args.timeout)
-    except OSError as exc:
-        print(f"error: cannot read {url.rstrip('/')}/status.json: {exc}{reach_note(url, exc)}; is "
-              "the node running with `http` set to this address?", file=sys.stderr)
-        return 1
-    except (http.client.HTTPException, ValueError) as exc:
-        print(f"error: {url.rstrip('/')} is not a node's status page ({_why(exc)}); "
-              "give the node's `http` address, not its `listen` address", file=sys.stderr)
-        return 1
+        status = _get(url, "/status.json", args.timeout, STATUS_FIELDS)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=True))
     elif (code := _show("render", status, f"{url.rstrip('/')}/status.json")) is not None:
@@ -143,26 +146,15 @@ def _objects(url: str, args: argparse.Namespace) -> int:
     """Print one page of ``/objects.json``."""
     query = urllib.parse.urlencode({"kind": args.kind, "prefix": args.prefix,
                                     "offset": max(0, args.offset)})
-    target = f"{url.rstrip('/')}/objects.json?{query}"
     try:
-        with urllib.request.urlopen(target, timeout=args.timeout) as response:
-            page = _read_object(response, ("kind", "objects"))
-    except urllib.error.HTTPError as exc:
-        print(f"error: {target} answered {exc.code}: {exc.read()[:500].decode(errors='replace')}",
-              file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"error: cannot read {target}: {exc}{reach_note(url, exc)}; is the node running with "
-              "`http` set to this address?", file=sys.stderr)
-        return 1
-    except (http.client.HTTPException, ValueError) as exc:
-        print(f"error: {url.rstrip('/')} is not a node's status page ({_why(exc)})",
-              file=sys.stderr)
-        return 1
+        page = _get(url, f"/objects.json?{query}", args.timeout, ("kind", "objects"))
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
     if args.json:
         print(json.dumps(page, indent=2, sort_keys=True))
         return 0
-    return _show("render_page", page, target) or 0
+    return _show("render_page", page, f"{url.rstrip('/')}/objects.json") or 0
 
 
 def _show(view: str, document: dict[str, Any], source: str) -> int | None:
@@ -180,9 +172,43 @@ def _show(view: str, document: dict[str, Any], source: str) -> int | None:
     return None
 
 
-def _why(exc: Exception) -> str:
-    """The class of ``exc``, and its message when it is a document of the wrong shape."""
-    return str(exc) if isinstance(exc, _NotANode) else type(exc).__name__
+#: Fields every node's status document has.
+STATUS_FIELDS = ("node", "cluster", "state")
+
+
+class _NotANode(ValueError):
+    """JSON that no node answers at that path."""
+
+
+def _read_object(response: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON object ``response`` holds, with each of ``keys``; else :class:`_NotANode`."""
+    document = json.load(response)
+    if not isinstance(document, dict) or any(key not in document for key in keys):
+        raise _NotANode("it answered JSON without the fields " + ", ".join(keys))
+    return document
+
+
+def _get(url: str, path: str, timeout: float, fields: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON object ``url`` answers at ``path``, with each of ``fields``; any failure
+    raises :class:`CliError` with one line saying why and what to check."""
+    node = url.rstrip("/")
+    target = node + path
+    try:
+        with urllib.request.urlopen(target, timeout=timeout) as response:
+            return _read_object(response, fields)
+    except urllib.error.HTTPError as exc:
+        body = " ".join(exc.read()[:300].decode(errors="replace").split())
+        raise CliError(f"{target} answered {exc.code} {exc.reason}"
+                       + (f": {body}" if body else "")) from None
+    except (http.client.HTTPException, ValueError) as exc:
+        why = str(exc) if isinstance(exc, _NotANode) else type(exc).__name__
+        raise CliError(not_a_node(node, why, "status page")) from None
+    except urllib.error.URLError as exc:
+        raise CliError(f"cannot read {target}: {exc.reason}{reach_note(url, exc.reason)}; is the "
+                       "node running with `http` set to this address?") from None
+    except OSError as exc:
+        raise CliError(f"cannot read {target}: {exc}{reach_note(url, exc)}; is the node "
+                       "running with `http` set to this address?") from None
 
 
 def _leader(status: dict[str, Any]) -> Any:
@@ -198,23 +224,3 @@ def _unreachable(status: dict[str, Any]) -> str:
 
 def _leader_detail(status: dict[str, Any]) -> str:
     return f"state {status.get('state')}, term {status.get('term')}"
-
-
-class _NotANode(ValueError):
-    """JSON that no node answers at that path."""
-
-
-def _read_object(response: Any, keys: tuple[str, ...]) -> dict[str, Any]:
-    """The JSON object ``response`` holds, with each of ``keys``; else :class:`_NotANode`."""
-    document = json.load(response)
-    if not isinstance(document, dict) or any(key not in document for key in keys):
-        raise _NotANode("it answered JSON without the fields " + ", ".join(keys))
-    return document
-
-
-def fetch_status(url: str, *, timeout: float = 5.0) -> dict[str, Any]:
-    """``GET {url}/status.json`` as a dict; :class:`ValueError` when the answer is not
-    JSON or not a node's status (an object with ``node``, ``cluster`` and ``state``)."""
-    target = url.rstrip("/") + "/status.json"
-    with urllib.request.urlopen(target, timeout=timeout) as response:
-        return _read_object(response, ("node", "cluster", "state"))

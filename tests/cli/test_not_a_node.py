@@ -1,5 +1,6 @@
-"""``lazily-queue status`` against an HTTP server that is not a node of this version, and
-with its output's reader gone: one line and a status, never a traceback."""
+"""``lazily-queue status`` and the admin commands against an HTTP server that is not a
+node of this version, and ``status`` with its output's reader gone: one line and a
+status, never a traceback."""
 
 from __future__ import annotations
 
@@ -16,13 +17,18 @@ import pytest
 
 from lazily_queue.cli import main
 
-#: What the server answers, by path (without the query).
+#: What the server answers, by path (without the query); :data:`CLOSE`: nothing, the
+#: connection closed (as a Raft ``listen`` address may do).
 ANSWERS: dict[str, bytes] = {}
+CLOSE = b"close"
 
 
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         body = ANSWERS.get(self.path.split("?")[0])
+        if body is CLOSE:
+            self.close_connection = True
+            return
         self.send_response(200 if body is not None else 404)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
@@ -33,7 +39,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def server() -> Iterator[str]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "an admin token")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -69,6 +76,32 @@ def test_a_document_no_node_answers_is_one_line_and_status_1(
     assert out == "" and err.startswith("error: ") and err.count("\n") == 1 and said in err
 
 
+@pytest.mark.parametrize("words", [["status"], ["members", "list"]])
+def test_a_connection_closed_without_an_answer_names_the_listen_address(
+        server: str, capsys: pytest.CaptureFixture[str], words: list[str]) -> None:
+    ANSWERS["/status.json"] = ANSWERS["/admin/api/members"] = CLOSE
+    assert main([*words, "--url", server]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: {server} closed the connection without answering; give the "
+                   "node's `http` address, not its `listen` address (or, if it is the `http` "
+                   "one, the node may be stopping: ask again)\n")
+
+
+@pytest.mark.parametrize(("words", "said"), [
+    (["members", "list"], "(KeyError: 'members')"),
+    (["queue", "list"], "(KeyError: 'queues')"),
+    (["dlq", "list", "jobs"], "(TypeError: list indices must be integers or slices, not str)"),
+])
+def test_an_admin_answer_of_another_shape_is_one_line_and_status_1(
+        server: str, capsys: pytest.CaptureFixture[str], words: list[str], said: str) -> None:
+    ANSWERS["/admin/api/members"] = ANSWERS["/admin/api/queues"] = b"{}"
+    ANSWERS["/admin/api/dlq/jobs"] = b"[]"
+    assert main([*words, "--url", server]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"error: {server} answered what this version of lazily-queue does not read "
+                   f"{said}; is it a node of this version, at its `http` address?\n")
+
+
 def _status_into_a_closed_pipe(url: str, *words: str) -> subprocess.CompletedProcess[str]:
     read, write = os.pipe()
     os.close(read)
@@ -97,3 +130,20 @@ def test_tables_to_a_reader_that_went_away_end_with_status_141(server: str) -> N
     for words in ((), ("--kind", "queues")):
         done = _status_into_a_closed_pipe(server, *words)
         assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_no_node_or_no_status_there_is_one_plain_line(
+        server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Nothing listening: the reason as the admin commands give it (not urllib's repr);
+    an HTTP error: its status and the start of its body, on the same line."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    assert main(["status", "--url", closed]) == 1
+    assert capsys.readouterr().err == (
+        f"error: cannot read {closed}/status.json: [Errno 111] Connection refused; is the node "
+        "running with `http` set to this address?\n")
+    assert main(["status", "--url", server]) == 1  # the server has no /status.json
+    assert capsys.readouterr().err == f"error: {server}/status.json answered 404 Not Found: {{}}\n"
