@@ -35,6 +35,7 @@ from ..conformance import (
     replay,
 )
 from ..conformance.engine import skip_reason
+from ..errors import LazilyQueueError
 
 DEFAULT_CLUSTER_BACKEND = "raft3"
 
@@ -114,6 +115,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if url:
+        try:
+            asyncio.run(_reach(backend))
+        except (ValueError, LazilyQueueError, OSError) as exc:
+            print(f"error: --url {url}: {exc}; nothing was replayed", file=sys.stderr)
+            return 1 if isinstance(exc, ConnectionError) else 2
     flavors = list(backend.flavors) if args.flavor == "all" else [args.flavor]
     plans = [_plan(f, backend, flavors, cluster, args.flavor) for f in found.fixtures]
     results = asyncio.run(_replay_all(plans, backend.name, url))
@@ -156,6 +163,13 @@ def _backend(name: str, url: str | None) -> Backend:
     elif url:
         raise ValueError(f"backend {name!r} takes no --url")
     return backend
+
+
+async def _reach(backend: Backend) -> None:
+    """Connect to a broker backend's broker once and close: an address it cannot use or a
+    broker that does not answer fails here, once, rather than in every replay."""
+    await backend.start()
+    await backend.stop()
 
 
 def _plan(fixture: Fixture, backend: Backend, flavors: list[str], cluster: Backend | None,

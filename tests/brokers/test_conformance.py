@@ -103,6 +103,20 @@ def test_a_broker_backend_needs_a_url(capsys: pytest.CaptureFixture[str]) -> Non
     assert "takes no --url" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("backend", "url", "said", "code"), [
+    ("redis", "redis://127.0.0.1:1/0", "redis at redis://127.0.0.1:1/0 is unreachable", 1),
+    ("nats", "redis://127.0.0.1:1/0", "backend 'nats' cannot use 'redis://127.0.0.1:1/0'", 2),
+    ("nats", "nats://h:port", "its port 'port' is not a number", 2),
+])
+def test_a_broker_url_that_cannot_be_used_is_one_line_before_any_replay(
+        capsys: pytest.CaptureFixture[str], backend: str, url: str, said: str,
+        code: int) -> None:
+    assert main(["conformance", *map(str, CORPUS), "--backend", backend, "--url", url]) == code
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: --url {url}: ") and said in err
+    assert err.endswith("; nothing was replayed\n") and err.count("\n") == 1
+
+
 def test_a_work_queue_replay_on_redis_can_fail(redis_server: BrokerServer, tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     source = ROOT / "fixtures" / "collections" / "workqueue_is_empty_pending_only.json"
