@@ -145,6 +145,11 @@ def link_address_host(address: str, *, listening: bool,
     if not address.isprintable() or any(c.isspace() for c in address):
         raise AddressError(f"{shown(address)}: an address has no spaces or control characters")
     scheme = scheme_of(address)
+    if scheme == "unix":
+        from lazily_transports.sockets import parse_unix
+
+        parse_unix(address)
+        return None
     if scheme in ("tcp", "tls"):
         from lazily_transports.sockets import parse_tcp
 

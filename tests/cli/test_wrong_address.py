@@ -119,6 +119,10 @@ def test_a_malformed_url_is_a_usage_error(
     ("ws://10.0.0.4:7001/a b", "no spaces or control characters"),
     ("webrtc+ws://10.0.0.4:8765/orders?peer=5", "it must end in ?peer=4, not 5"),
     ("webrtc+ws://10.0.0.4:8765/orders?peer=4&x=1", "unexpected or repeated parameter 'x'"),
+    ("unix:", "has an empty socket path"),
+    ("unix://", "use unix:///absolute/path or unix:relative/path"),
+    ("unix:///run/lq/", "it names a directory, not a socket"),
+    ("unix:///" + "x" * 200, "the limit is 107"),
 ])
 def test_members_add_refuses_an_address_no_member_could_have(
     address: str, cause: str, capsys: pytest.CaptureFixture[str],

@@ -154,9 +154,11 @@ async def test_a_body_is_read_whole_and_not_waited_for_forever(
             writer.close()
 
 
-async def test_a_member_address_with_control_characters_is_refused(tmp_path: Path) -> None:
+async def test_a_member_address_no_member_can_listen_on_is_refused(tmp_path: Path) -> None:
+    """Control characters, and unix: socket paths that are empty, a directory or too long."""
     async with one_node(tmp_path) as (node, http):
-        for address in ("unix:/tmp/a\nERROR forged log line", "ws://h:1/p\r\nx", "ws://h:1/ p"):
+        for address in ("unix:/tmp/a\nERROR forged log line", "ws://h:1/p\r\nx", "ws://h:1/ p",
+                        "unix:", "unix:///run/lq/", "unix:///" + "x" * 200):
             response = await http.post("/admin/api/members", headers=BEARER,
                                        json={"id": 7, "address": address})
             assert await error_of(response) == (400, "bad_request"), address

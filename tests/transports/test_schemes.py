@@ -71,6 +71,7 @@ async def test_unknown_scheme_names_the_known_ones() -> None:
     [
         ("unix://relative/path", "no host part"),
         ("unix:", "empty socket path"),
+        ("unix:sockets/", "names a directory"),
         ("unix:///" + "x" * 200, "limit is 107"),
     ],
 )

@@ -54,6 +54,8 @@ def parse_unix(address: str) -> str:
         raise AddressError(f"expected a unix: address, got {address!r}")
     if not path:
         raise AddressError(f"{address!r} has an empty socket path")
+    if path.endswith("/"):
+        raise AddressError(f"{address!r} ends with '/': it names a directory, not a socket")
     if len(os.fsencode(path)) > UNIX_PATH_MAX:
         raise AddressError(
             f"unix socket path is {len(os.fsencode(path))} bytes; the limit is {UNIX_PATH_MAX}"
