@@ -71,6 +71,17 @@ def not_a_node(url: str, why: str, what: str) -> str:
             "`listen` address")
 
 
+def check_name(name: str, what: str) -> None:
+    """Refuse (usage, status 2) a name no queue, work queue or topic can have (empty, too
+    long, control characters) before anything is asked: an empty one would be an empty
+    segment of the request's path, which no route has."""
+    from ..names import name_problem
+
+    problem = name_problem(name, what)
+    if problem is not None:
+        raise CliError(problem, 2)
+
+
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds above 0."""
     try:

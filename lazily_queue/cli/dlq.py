@@ -10,6 +10,7 @@ from urllib.parse import quote
 from .admin_client import (
     AdminClient,
     add_target_arguments,
+    check_name,
     emit,
     page_size,
     position,
@@ -42,6 +43,7 @@ def register(subparsers: Any) -> None:
 
 
 def _list(client: AdminClient, args: argparse.Namespace) -> None:
+    check_name(args.name, "work queue name")
     doc = client.get(f"/dlq/{quote(args.name, safe='')}?offset={args.offset}"
                      f"&limit={args.limit}")
     rows = [(d["item_id"], json.dumps(d["value"])[:60], d["attempts"], d["reason"])
@@ -52,6 +54,7 @@ def _list(client: AdminClient, args: argparse.Namespace) -> None:
 
 
 def _redrive(client: AdminClient, args: argparse.Namespace) -> None:
+    check_name(args.name, "work queue name")
     doc = client.post(f"/dlq/{quote(args.name, safe='')}/redrive", {"item_ids": args.items})
     line = f"redrove {doc['redriven']} dead letter(s) of {args.name}"
     missing = len(set(args.items or ())) - doc["redriven"]

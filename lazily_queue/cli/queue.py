@@ -7,7 +7,15 @@ import argparse
 from typing import Any
 from urllib.parse import quote
 
-from .admin_client import AdminClient, CliError, add_target_arguments, emit, run, table
+from .admin_client import (
+    AdminClient,
+    CliError,
+    add_target_arguments,
+    check_name,
+    emit,
+    run,
+    table,
+)
 
 KINDS = ("queue", "work_queue", "topic")
 
@@ -68,6 +76,7 @@ def kind_of(client: AdminClient, name: str, kind: str | None) -> str:
 
 def _change(action: str) -> Any:
     def change(client: AdminClient, args: argparse.Namespace) -> None:
+        check_name(args.name, "name")
         kind = kind_of(client, args.name, args.kind)
         body = {"dead_letters": True} if getattr(args, "dead_letters", False) else {}
         doc = client.post(f"/queues/{kind}/{quote(args.name, safe='')}/{action}", body)
@@ -82,11 +91,7 @@ def _change(action: str) -> Any:
 
 
 def _delete_subscriber(client: AdminClient, args: argparse.Namespace) -> None:
-    from ..names import name_problem
-
-    problem = name_problem(args.topic, "topic name")
-    if problem is not None:
-        raise CliError(problem, 2)
+    check_name(args.topic, "topic name")
     path = f"/queues/topic/{quote(args.topic, safe='')}/subscribers"
     if args.subscriber:
         path += f"/{quote(args.subscriber, safe='')}/delete"

@@ -213,3 +213,20 @@ def test_an_https_address_of_a_plain_http_node_says_to_give_http(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: "), err
     assert f"(it answers plain HTTP, not TLS: give {web_page})" in err, err
+
+
+@pytest.mark.parametrize(("command", "what"), [
+    (("queue", "purge", ""), "name"),
+    (("queue", "delete", "", "--kind", "queue"), "name"),
+    (("queue", "delete-subscriber", "", "alice"), "topic name"),
+    (("dlq", "list", ""), "work queue name"),
+    (("dlq", "redrive", ""), "work queue name"),
+])
+def test_an_empty_name_is_a_usage_error_before_any_request(
+    command: tuple[str, ...], what: str, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nothing listens at the URL: the name is refused before any request is made.
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    assert main([*command, "--url", "http://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err == f"error: {what} must be a non-empty string, not ''\n"
