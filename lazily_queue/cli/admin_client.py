@@ -243,6 +243,12 @@ class AdminClient:
                    "`members list`) before asking again")) from None
         except (http.client.HTTPException, ValueError) as exc:
             raise CliError(not_a_node(self.url, type(exc).__name__, "admin API")) from None
+        except KeyboardInterrupt:
+            if method == "GET":
+                raise
+            raise CliError(f"interrupted by Ctrl-C while waiting for {self.url}'s answer: "
+                           "what was asked may still be done: check (`lazily-queue status`, "
+                           "`members list`) before asking again", 130) from None
         except OSError as exc:
             raise CliError(f"{self.url}: {exc}") from None
 

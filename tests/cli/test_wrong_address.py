@@ -230,3 +230,23 @@ def test_an_empty_name_is_a_usage_error_before_any_request(
     monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
     assert main([*command, "--url", "http://127.0.0.1:1"]) == 2
     assert capsys.readouterr().err == f"error: {what} must be a non-empty string, not ''\n"
+
+
+def test_ctrl_c_while_a_change_is_asked_says_it_may_be_done(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C after the request went out: the change may be made all the same."""
+    import urllib.request
+
+    def interrupted(*_: object, **__: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setenv("LAZILY_ADMIN_TOKEN", "a-token-of-sixteen-chars")
+    monkeypatch.setattr(urllib.request, "urlopen", interrupted)
+    assert main(["members", "remove", "3", "--url", "http://127.0.0.1:1"]) == 130
+    assert capsys.readouterr().err == (
+        "error: interrupted by Ctrl-C while waiting for http://127.0.0.1:1's answer: what was "
+        "asked may still be done: check (`lazily-queue status`, `members list`) before asking "
+        "again\n")
+    assert main(["members", "list", "--url", "http://127.0.0.1:1"]) == 130  # nothing changes
+    assert capsys.readouterr().err == "interrupted: lazily-queue members stopped by Ctrl-C\n"
