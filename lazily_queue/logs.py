@@ -16,7 +16,7 @@ import sys
 from typing import IO
 
 #: Record attributes written as JSON keys when a log call sets them.
-FIELDS = ("event", "node", "term", "leader", "member", "members", "reason", "seconds",
+FIELDS = ("event", "node", "term", "leader", "member", "members", "reason", "seconds", "code",
           "index")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,16 +62,23 @@ def run(args: argparse.Namespace) -> int:
             config = dataclasses.replace(config, app_dir=app_dir)
         return asyncio.run(NodeService(config, freeze_when_started=True).run())
     except InvalidConfiguration as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return _failed(args, str(exc), EXIT_CONFIG)
     except DamagedData as exc:
-        print(f"error: damaged data: {exc}", file=sys.stderr)
-        return EXIT_DAMAGED
+        return _failed(args, f"damaged data: {exc}", EXIT_DAMAGED)
     except StorageUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_STORAGE
+        return _failed(args, str(exc), EXIT_STORAGE)
     except AppFailed as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _failed(args, str(exc), 1)
     except KeyboardInterrupt:
         return 0
+
+
+def _failed(args: argparse.Namespace, message: str, code: int) -> int:
+    """Say why the node stops: ``error: message`` on stderr, or with ``--log-format json``
+    an ERROR record like every other line there (``event``: ``exit``, with ``code``)."""
+    if getattr(args, "log_format", "text") == "json":
+        logging.getLogger("lazily_queue.cli").error(message, extra={"event": "exit",
+                                                                    "code": code})
+    else:
+        print(f"error: {message}", file=sys.stderr)
+    return code

@@ -62,6 +62,28 @@ def test_state_changes_as_json_lines(tmp_path: Path) -> None:
             p.terminate()
 
 
+@pytest.mark.parametrize("log_format", ["json", "text"])
+def test_the_line_a_node_stops_with_is_in_the_log_format(tmp_path: Path,
+                                                         log_format: str) -> None:
+    """With ``--log-format json`` stderr stays JSON lines to its end: a node stopped by an
+    error says why as an ERROR object; in text, as ``error: ...``."""
+    import subprocess
+    import sys
+
+    missing = tmp_path / "missing.toml"
+    done = subprocess.run([sys.executable, "-m", "lazily_queue", "node", "--config",
+                           str(missing), "--log-format", log_format],
+                          capture_output=True, text=True, timeout=60)
+    said = f"configuration file {missing} does not exist"
+    assert done.returncode == 2 and done.stdout == ""
+    if log_format == "text":
+        assert done.stderr == f"error: {said}\n"
+        return
+    doc = json.loads(done.stderr)  # one object: nothing else on stderr
+    assert (doc["level"], doc["logger"], doc["message"]) == ("ERROR", "lazily_queue.cli", said)
+    assert (doc["event"], doc["code"]) == ("exit", 2)
+
+
 def test_log_level_error_silences_transport_warnings(tmp_path: Path) -> None:
     peers = unix_peers(tmp_path, (1, 2))
     quiet = NodeProc(write_config(tmp_path / "q1.toml", 1, peers, data_dir="q1"),
