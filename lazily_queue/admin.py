@@ -9,6 +9,7 @@ returns it as ``{"error": {"code": ..., "message": ...}}``.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import math
 from typing import TYPE_CHECKING, Any
@@ -296,9 +297,31 @@ async def add_member(node: Node, member: Any, address: Any, *, force: bool = Fal
     refusal = address_refusal(address, member_id)
     if refusal is not None:
         raise AdminError("bad_request", f"address {address!r}: {refusal}; nothing was changed")
+    holder = await _member_at(node, address, member_id)
+    if holder is not None:
+        raise AdminError("bad_request", f"address {address!r} leads where member {holder} "
+                         "listens: one address has one member (remove that member first if "
+                         "it is gone); nothing was changed")
     if node.is_leader and not force and member_id not in node.driver.replica.engine.members:
         _refuse_unsafe(adding_problem(node, member_id))
     await _membership(node, node.add_member(member_id, address))
+
+
+async def _member_at(node: Node, address: str, member_id: str) -> str | None:
+    """The member other than ``member_id`` whose address leads where ``address`` does
+    (two spellings of one place are one address; host names are looked up in a thread)."""
+    from .address_places import same_place
+
+    def address_of(member: str) -> str | None:
+        if member == node.node_id:
+            return node.listen
+        return node.peers.get(member) or node.recorded_address(member)
+
+    others = {m: a for m in node.driver.replica.engine.members
+              if m != member_id and (a := address_of(m)) is not None}
+    same = same_place()
+    return await asyncio.to_thread(
+        lambda: next((m for m, a in sorted(others.items()) if same(address, a)), None))
 
 
 def _refuse_unsafe(problem: str | None) -> None:

@@ -166,6 +166,27 @@ async def test_a_member_address_no_member_can_listen_on_is_refused(tmp_path: Pat
         assert "7" not in node.driver.replica.engine.members
 
 
+async def test_a_member_at_another_members_address_is_refused(tmp_path: Path) -> None:
+    """Its address, or another spelling of it: that member listens there, so the new
+    voter could never run, and it would count in the quorum."""
+    from types import SimpleNamespace
+
+    from lazily_queue.admin import AdminError, add_member
+
+    sockets = {"1": f"unix://{tmp_path}/n1.sock", "2": f"unix://{tmp_path}/n2.sock"}
+    node: Any = SimpleNamespace(
+        node_id="1", listen=sockets["1"], peers={"2": sockets["2"]},
+        recorded_address=lambda member: "tcp://127.0.0.1:7003" if member == "3" else None,
+        driver=SimpleNamespace(replica=SimpleNamespace(engine=SimpleNamespace(
+            members={"1", "2", "3"}))))
+    for address, holder in ((sockets["1"], "1"), (f"unix:{tmp_path}/./n2.sock", "2"),
+                            ("tcp://127.0.0.1:7003", "3")):
+        with pytest.raises(AdminError) as refused:
+            await add_member(node, 7, address, force=True)
+        assert refused.value.code == "bad_request"
+        assert f"leads where member {holder} listens" in str(refused.value)
+
+
 async def test_a_member_id_no_node_can_have_is_refused(tmp_path: Path) -> None:
     """An id that is not ``str(int)`` of 0..2**64-1 would be replicated as a voter no node
     can be: every member would then refuse to start (and the voter counts in the quorum)."""
