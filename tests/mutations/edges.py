@@ -182,11 +182,13 @@ MUTATIONS = [
         (f"{SUBDEL_ADMIN}::test_cli_deletes_subscribers_named_like_path_segments",),
         "queue delete-subscriber deletes the empty subscriber id (it cannot be a path segment)"),
     Mutation(
-        "cli-empty-topic-sent", "lazily_queue/cli/queue.py",
-        "    if problem is not None:\n        raise CliError(problem, 2)\n    path =",
-        "    if False:\n        raise CliError(problem, 2)\n    path =",
-        (f"{SUBDEL_ADMIN}::test_cli_deletes_subscribers_named_like_path_segments",),
-        "queue delete-subscriber with an empty topic name is a usage error naming the cause"),
+        "cli-empty-topic-sent", "lazily_queue/cli/admin_client.py",
+        "    problem = name_problem(name, what)\n    if problem is not None:",
+        "    problem = name_problem(name, what)\n    if False:",
+        (f"{SUBDEL_ADMIN}::test_cli_deletes_subscribers_named_like_path_segments",
+         "tests/cli/test_wrong_address.py::test_an_empty_name_is_a_usage_error_before_any_request"),
+        "queue purge|delete|delete-subscriber and dlq list|redrive with an empty name are a "
+        "usage error naming the cause"),
     Mutation(
         "page-subscriber-delete-unconfirmed", "lazily_queue/web/status.html",
         '<button type="button" id="subscriber-delete" data-confirm="1">',
