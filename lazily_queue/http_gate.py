@@ -161,14 +161,24 @@ class _Gated(asyncio.Protocol):
             self.inner.connection_lost(exc)
 
 
+#: Connections waiting to be accepted (asyncio's default).
+BACKLOG = 100
+
+
 async def serve(factory: Callable[[], Any], host: str, port: int,
                 connections: Connections, *, start_serving: bool = True) -> asyncio.Server:
-    """Listen on ``host:port`` with ``factory``'s protocols behind ``connections`` (with
-    ``start_serving=False``, bound but accepting only from ``start_serving()``)."""
+    """Listen on ``host:port`` with ``factory``'s protocols behind ``connections``. With
+    ``start_serving=False`` it listens too, so no other socket can take the port, but
+    accepts only from ``start_serving()``: connections wait in the backlog until then."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(
+    server = await loop.create_server(
         lambda: _Gated(cast(asyncio.Protocol, factory()), connections), host, port,
-        reuse_address=True, start_serving=start_serving)
+        reuse_address=True, backlog=BACKLOG, start_serving=start_serving)
+    if not start_serving:  # asyncio listens only from start_serving()
+        for bound in server.sockets:
+            with bound.dup() as listening:  # the same socket: closing the copy keeps it
+                listening.listen(BACKLOG)
+    return server
 
 
 #: Names that always mean this machine.

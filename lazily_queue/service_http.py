@@ -1,9 +1,10 @@
 """The HTTP front of a node process: the status page, ``/status.json``, ``/metrics`` and
 the admin routes, behind :mod:`.http_gate`.
 
-Its port is bound by :meth:`HttpFront.bind` before the node starts, so a port in use
-stops the start before the node joins its cluster; it serves from
-:meth:`HttpFront.start`, once the node and its monitor run.
+Its port is bound and listened on by :meth:`HttpFront.bind` before the node starts, so
+a port in use stops the start before the node joins its cluster and no other socket can
+take it while the node starts; it serves from :meth:`HttpFront.start`, once the node and
+its monitor run (a connection made before waits until then).
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class HttpFront:
         self.bound: str | None = None
 
     async def bind(self) -> None:
-        """Bind the port (nothing is served yet); :class:`ConfigError` when it cannot be."""
+        """Bind and listen on the port (nothing is served yet); :class:`ConfigError` when
+        it cannot be."""
         if self.config.http is None:
             return
         try:
