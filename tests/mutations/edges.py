@@ -227,7 +227,7 @@ MUTATIONS = [
         (f"{HOSTILE}::test_a_query_never_redirects_a_delete_to_another_object",),
         "an admin request's query never makes it act on another object"),
     Mutation(
-        "refused-dialer-redials-at-once", "transports/lazily_transports/_core/_peer_link.py",
+        "refused-dialer-redials-at-once", "transports/lazily_transports/_core/_peer_reach.py",
         "            if await self.serve(channel):\n",
         "            if await self.serve(channel) or True:\n",
         ("tests/raft/test_mesh_node.py::"

@@ -22,7 +22,7 @@ from lazily_transports import (
     dial,
     probe,
 )
-from lazily_transports._core import _peer_link
+from lazily_transports._core import _peer_reach
 from lazily_transports._core._probe_notes import read_answer
 from transport_helpers import address_for, eventually, make_config, unique_memory_address
 
@@ -166,12 +166,12 @@ async def test_a_dial_failure_handled_after_the_peer_listened_is_still_late(
     """The dialer's loop, busy at start-up, handles the refusal of a dial begun before
     the peer listened only once the peer listens and probes it: the dial is still late
     (it began before), so the prober says the link is on its way, nothing at WARNING."""
-    from lazily_transports._core import _peer_link
+    from lazily_transports._core import _peer_reach
 
     caplog.set_level(logging.DEBUG, logger="lazily_transports")
     a1, a2 = (address_for("unix", short_tmp).replace("link", f"n{i}") for i in (1, 2))
     refused, handled = asyncio.Event(), asyncio.Event()
-    real_dial, real_probe = _peer_link.dial, _peer_link.probe
+    real_dial, real_probe = _peer_reach.dial, _peer_reach.probe
 
     async def busy_dial(*args: Any, **kwargs: Any) -> Any:
         try:
@@ -182,7 +182,7 @@ async def test_a_dial_failure_handled_after_the_peer_listened_is_still_late(
             raise
 
     slow = {"backoff_initial": 3600.0, "backoff_max": 3600.0}
-    monkeypatch.setattr(_peer_link, "dial", busy_dial)
+    monkeypatch.setattr(_peer_reach, "dial", busy_dial)
     async with member(a1, {2: a2}, **slow) as one:
 
         async def probe_once_handled(*args: Any, **kwargs: Any) -> Any:
@@ -190,7 +190,7 @@ async def test_a_dial_failure_handled_after_the_peer_listened_is_still_late(
             await eventually(lambda: one.trouble(2) is not None)
             return await real_probe(*args, **kwargs)
 
-        monkeypatch.setattr(_peer_link, "probe", probe_once_handled)
+        monkeypatch.setattr(_peer_reach, "probe", probe_once_handled)
         await refused.wait()  # 2 does not listen yet
         async with Mesh(make_config(2), a2, {1: a1}, probe_after=0.05) as two:
             trouble = await wait_trouble(two, 1, "accepted our credentials")
@@ -374,7 +374,7 @@ async def test_the_trouble_says_since_when_it_stands(
     or a transient drop after it, leaves it; another reason moves it, the link up clears
     it."""
     wall = SimpleNamespace(time=lambda: 1000.0, monotonic=time.monotonic)
-    monkeypatch.setattr(_peer_link, "time", wall)
+    monkeypatch.setattr(_peer_reach, "time", wall)
     nowhere = f"unix://{short_tmp}/nowhere.sock"
     async with member(address_for("unix", short_tmp), {2: nowhere}) as mesh:
         link = mesh._link(2)
