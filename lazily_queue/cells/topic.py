@@ -26,18 +26,14 @@ from ..core.topic import (
     check_subscriber,
 )
 from ..errors import LimitExceeded, UnsupportedOperation
-from ..names import check_member
 from ..reactive import Context, Slot
 from ..serializers import Codec, Serializer
 from ..storage.capabilities import StorageCapabilities, stop_check, unreachable_check
 from ..storage.local_topic import LocalTopicStorage
 from ..storage.serializing import SerializingTopicStorage
 from ..storage.topic import (
-    DeleteSubscriberTopicStorage,
-    SyncDeleteSubscriberTopicStorage,
     SyncTopicStorage,
     TopicStorage,
-    as_delete_subscriber_topic,
     as_observable_topic,
     as_sync_topic,
     topic_capabilities,
@@ -49,6 +45,7 @@ from .group import GroupCell, open_group, restore_local_topic
 from .topic_publish import TopicPublishes
 from .topic_replay import TopicReplay
 from .topic_stream import TopicStreams
+from .topic_subscribers import TopicSubscribers
 from .work_batches import Clock
 
 T = TypeVar("T")
@@ -58,7 +55,7 @@ R = TypeVar("R")
 _FIRST_SWEEP = 64
 
 
-class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
+class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T], TopicSubscribers[T]):
     """A broadcast log with per-subscriber cursors, bound to one reactive context.
 
     On every backend: ``await subscribe / reconnect / disconnect / publish / gc``
@@ -241,33 +238,6 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
 
     # -- synchronous core (capability ``sync``) -------------------------------------------
 
-    def try_reconnect(self, subscriber: str) -> bool:
-        """Bring an offline durable subscriber back; ``False`` when nothing changed."""
-        storage = self._require_sync("try_reconnect", "reconnect(subscriber)")
-        return self._apply(storage.try_reconnect(subscriber))
-
-    def try_disconnect(self, subscriber: str) -> bool:
-        """Durable: go offline keeping the cursor. Ephemeral: forget the subscription."""
-        storage = self._require_sync("try_disconnect", "disconnect(subscriber)")
-        return self._apply(storage.try_disconnect(subscriber))
-
-    def try_delete_subscriber(self, subscriber: str) -> bool:
-        """Forget the subscription and its cursor; ``False`` when the id is unknown."""
-        self._require_sync("try_delete_subscriber", "delete_subscriber(subscriber)")
-        storage = cast(SyncDeleteSubscriberTopicStorage[T], self._deletable(subscriber))
-        return self._apply(storage.try_delete_subscriber(subscriber))
-
-    def _deletable(self, subscriber: str) -> DeleteSubscriberTopicStorage[T]:
-        """The backend's deletion seam, after checking ``subscriber``'s name."""
-        check_member(check_subscriber(subscriber), "subscriber name")
-        storage = as_delete_subscriber_topic(self._storage)
-        if storage is None:
-            raise UnsupportedOperation(
-                f"{self.name}: {type(self._storage).__name__} cannot delete a subscriber "
-                "(it does not declare the subscriber_delete capability); use a local, "
-                "node or client topic")
-        return storage
-
     def try_publish(self, value: T) -> int:
         """Append ``value`` for every subscriber; returns its offset."""
         storage = self._require_sync("try_publish", "publish(value)")
@@ -319,32 +289,6 @@ class TopicCell(TopicPublishes[T], TopicReplay[T], TopicStreams[T]):
         return ThreadSafeCell(self, LoopBridge(loop))
 
     # -- awaitable surface (every backend) ------------------------------------------------
-
-    async def reconnect(self, subscriber: str) -> bool:
-        """Bring an offline durable subscriber back; ``False`` when nothing changed."""
-        self._own()
-        if self._sync is not None:
-            return self.try_reconnect(subscriber)
-        return self._apply(await self._storage.reconnect(subscriber))
-
-    async def disconnect(self, subscriber: str) -> bool:
-        """Durable: go offline keeping the cursor. Ephemeral: forget the subscription."""
-        self._own()
-        if self._sync is not None:
-            return self.try_disconnect(subscriber)
-        return self._apply(await self._storage.disconnect(subscriber))
-
-    async def delete_subscriber(self, subscriber: str) -> bool:
-        """Forget the subscription, durable or ephemeral, connected or not: its cursor no
-        longer holds elements back nor takes one of ``max_subscribers``, its readers read
-        ``None``, and a later ``subscribe`` of the id starts at the tail as a new one.
-        ``False`` (nothing changes) when the id is unknown. ``InvalidName`` for an id over
-        the name rule; ``UnsupportedOperation`` on a backend without the capability."""
-        self._own()
-        if self._sync is not None:
-            return self.try_delete_subscriber(subscriber)
-        storage = self._deletable(subscriber)
-        return self._apply(await storage.delete_subscriber(subscriber))
 
     async def poll(self, subscriber: str) -> T | None:
         """Consume the element at the cursor without waiting; ``None`` when there is none."""

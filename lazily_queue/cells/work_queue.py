@@ -17,14 +17,14 @@ that worker) raises :class:`~lazily_queue.errors.SettlementRejected` on every pa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Collection, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, TypeVar
 
 from ..core.limited_work import LimitedWorkQueue
 from ..core.limits import Limits
 from ..core.scheduling import RetryPolicy
 from ..core.work import DeadLetter, Delivery, PendingItem, Receipt, WorkQueueCore, WorkTransition
-from ..core.work_items import check_delivery_id, check_worker
+from ..core.work_items import check_worker
 from ..errors import InvalidConfiguration, UnsupportedOperation, shown
 from ..reactive import Context, Slot, SlotGroup
 from ..serializers import Codec, Serializer
@@ -45,12 +45,11 @@ from .deadline import Deadline
 from .expiry import expired_reader
 from .job import Job, deliver
 from .prefetch import prefetch_size
-from .push_checks import ids_of
 from .work_batches import Clock, Now, WorkQueueBatches
 from .work_limits import WorkLimits, WorkQuota
 from .work_pushes import WorkQueuePushes
-from .work_scheduling import WorkQueueScheduling, rejected
-from .work_sync import WorkQueueSyncOps
+from .work_scheduling import rejected
+from .work_settling import WorkQueueSettlements
 
 R = TypeVar("R")
 
@@ -62,8 +61,7 @@ DEFAULT_VISIBILITY_TIMEOUT = 30.0
 DEFAULT_MAX_DELIVERIES = 3
 
 
-class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, WorkLimits,
-                    WorkQueuePushes):
+class WorkQueueCell(WorkQueueSettlements, WorkQueueBatches, WorkLimits, WorkQueuePushes):
     """A work queue with leases, retries and dead letters, bound to one reactive context.
 
     On every backend: ``await push``, ``await claim`` (waits for work), its non-waiting
@@ -260,8 +258,7 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
         """A blocking proxy for other threads (see :mod:`lazily_queue.threads`)."""
         return ThreadSafeCell(self, LoopBridge(loop))
 
-    # -- awaitable surface (every backend) ------------------------------------------------
-
+    # -- claiming (every backend; settling is in .work_settling) ---------------------------
 
     async def poll(self, worker: str, now: Now = None) -> Delivery | None:
         """Claim without waiting: the lease of the oldest pending item, or ``None``.
@@ -310,64 +307,6 @@ class WorkQueueCell(WorkQueueSyncOps, WorkQueueScheduling, WorkQueueBatches, Wor
     def _has_pending(self) -> bool:
         self._raise_if_stopped()
         return not self.is_empty()
-
-    async def ack(self, worker: str, delivery_id: int) -> Receipt:
-        """Settle a live delivery owned by ``worker`` as done: the settlement's receipt.
-
-        Raises :class:`SettlementRejected` when the delivery is not leased to ``worker``
-        (expired and redelivered, settled, or another worker's). A backend that
-        remembers settlements (Raft) returns the first receipt, marked ``duplicate``,
-        when the same worker repeats one.
-        """
-        self._own()
-        check_delivery_id(delivery_id)
-        if self._sync is not None:
-            return self.try_ack(worker, delivery_id)
-        transition = await self._storage.settle(worker, delivery_id, "acked")
-        return self._settled(transition, worker, delivery_id, "acked")
-
-    async def nack(self, worker: str, delivery_id: int, *,
-                   delay: float | None = None, now: Now = None) -> Receipt:
-        """Give an owned delivery back: requeued at the tail of its priority level (not
-        claimable for ``delay`` seconds, or the queue's retry policy's back-off), or
-        dead-lettered after its last attempt; ``now`` (the time the delay counts from)
-        as for :meth:`claim`. Refusals and repeats as for :meth:`ack`."""
-        self._own()
-        check_delivery_id(delivery_id)
-        if delay is not None:
-            return await self._nack_delayed(worker, delivery_id, delay, now)
-        if self._sync is not None:
-            return self.try_nack(worker, delivery_id)
-        transition = await self._storage.settle(worker, delivery_id, "nacked")
-        return self._settled(transition, worker, delivery_id, "nacked")
-
-    async def extend(self, worker: str, delivery_id: int, now: Now = None) -> None:
-        """Renew an owned lease until ``now + visibility_timeout``; raises
-        :class:`SettlementRejected` when it is not leased to ``worker``."""
-        self._own()
-        check_delivery_id(delivery_id)
-        at = self._now(now)
-        if self._sync is not None and at is not None:
-            return self.try_extend(worker, delivery_id, at)
-        if not self._apply(await self._storage.extend(worker, delivery_id, at)):
-            raise rejected(self.name, "extend", worker, delivery_id)
-        return None
-
-    async def reap_expired(self, now: Now = None) -> int:
-        """Fail every lease with ``deadline < now``; returns how many expired."""
-        self._own()
-        at = self._now(now)
-        if self._sync is not None and at is not None:
-            return self.try_reap_expired(at)
-        return self._apply(await self._storage.reap_expired(at))
-
-    async def redrive(self, item_ids: Collection[int] | None = None) -> int:
-        """Move dead letters (all, or those items) back to the pending tail."""
-        self._own()
-        if self._sync is not None:
-            return self.try_redrive(item_ids)
-        return self._apply(await self._storage.redrive(
-            None if item_ids is None else ids_of(item_ids, "redrive")))
 
     # -- workers ----------------------------------------------------------------------------
 

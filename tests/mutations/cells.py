@@ -239,7 +239,7 @@ MUTATIONS = [
         (f"{SUBDEL_OPS}::test_a_limited_topic_forgets_the_deleted_subscribers_gap",),
         "a subscriber subscribing again after its deletion inherits no retention gap"),
     Mutation(
-        "subscriber-delete-name-unchecked", "lazily_queue/cells/topic.py",
+        "subscriber-delete-name-unchecked", "lazily_queue/cells/topic_subscribers.py",
         "        check_member(check_subscriber(subscriber), \"subscriber name\")\n",
         "        check_subscriber(subscriber)\n",
         (f"{SUBS}::test_a_client_deletes_a_durable_subscriber_freeing_its_slot",
