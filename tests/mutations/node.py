@@ -220,6 +220,12 @@ MUTATIONS = [
          "test_one_source_cannot_take_every_connection",),
         "one IP address cannot hold more than its share of the node's HTTP connections"),
     Mutation(
+        "http-port-listened-late", "lazily_queue/http_gate.py",
+        "    if not start_serving:  # asyncio listens only from start_serving()",
+        "    if False:",
+        ("tests/integrations/test_http_port_held.py",),
+        "no other socket takes the node's HTTP port between its bind and its serving"),
+    Mutation(
         "datadir-in-the-way-advice", "lazily_queue/datadir.py",
         "    elif code in (errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.EINVAL):",
         "    elif False:",
