@@ -175,9 +175,13 @@ async def serve(factory: Callable[[], Any], host: str, port: int,
         lambda: _Gated(cast(asyncio.Protocol, factory()), connections), host, port,
         reuse_address=True, backlog=BACKLOG, start_serving=start_serving)
     if not start_serving:  # asyncio listens only from start_serving()
-        for bound in server.sockets:
-            with bound.dup() as listening:  # the same socket: closing the copy keeps it
-                listening.listen(BACKLOG)
+        try:
+            for bound in server.sockets:
+                with bound.dup() as listening:  # the same socket: closing the copy keeps it
+                    listening.listen(BACKLOG)
+        except OSError:
+            server.close()  # its sockets, not left to the collector
+            raise
     return server
 
 

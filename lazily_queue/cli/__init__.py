@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -53,8 +54,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     When the reader of its output goes away (``lazily-queue bench | head``) it stops
     quietly with status 141, as a command killed by SIGPIPE would. Ctrl-C in a subcommand
     that does not handle it (the demos: after stopping the nodes they started) ends it
-    with one line on stderr and status 130, as a shell reports a command SIGINT stopped."""
+    with one line on stderr and status 130, as a shell reports a command SIGINT stopped.
+    A character its terminal's encoding cannot show is written as an escape."""
     command = "lazily-queue"
+    for stream in (sys.stdout, sys.stderr):  # a name this terminal cannot show: escaped
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         words = list(sys.argv[1:] if argv is None else argv)
         named = words[:1] if words[:1] and words[0] in SUBCOMMANDS else SUBCOMMANDS

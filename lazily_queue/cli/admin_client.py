@@ -242,7 +242,12 @@ class AdminClient:
                    "what was asked may still be done: check (`lazily-queue status`, "
                    "`members list`) before asking again")) from None
         except (http.client.HTTPException, ValueError) as exc:
-            raise CliError(not_a_node(self.url, type(exc).__name__, "admin API")) from None
+            line = not_a_node(self.url, type(exc).__name__, "admin API")
+            if method != "GET" and isinstance(exc, http.client.RemoteDisconnected):
+                line = line.replace("ask again", "what was asked may still be done: check "
+                                    "(`lazily-queue status`, `members list`) before asking "
+                                    "again")
+            raise CliError(line) from None
         except KeyboardInterrupt:
             if method == "GET":
                 raise

@@ -134,7 +134,8 @@ def _leader_journal(status: dict[str, Any]) -> str | None:
         if not isinstance(member, dict) or member.get("id") != _leader(status) or \
                 member.get("vitals_proof") != "proven":
             continue
-        journal = (member.get("vitals") or {}).get("journal")
+        vitals = member.get("vitals")
+        journal = vitals.get("journal") if isinstance(vitals, dict) else None
         if isinstance(journal, dict) and journal.get("writable") is False:
             at = member.get("vitals_at")
             age = f" {max(0.0, time.time() - at):.0f} s ago" if isinstance(at, (int, float)) else ""

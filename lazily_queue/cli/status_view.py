@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 class ShapeError(ValueError):
@@ -44,11 +45,11 @@ def _dash(value: Any) -> str:
 
 def _table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
            right: frozenset[str] = frozenset()) -> Table:
-    table = Table(title=title)
+    table = Table(title=Text(title))  # names and reasons as written, never markup
     for column in columns:
         table.add_column(column, justify="right" if column in right else "left")
     for row in rows:
-        table.add_row(*(_dash(cell) for cell in row))
+        table.add_row(*(Text(_dash(cell)) for cell in row))
     return table
 
 

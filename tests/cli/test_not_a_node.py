@@ -17,15 +17,15 @@ import pytest
 
 from lazily_queue.cli import main
 
-#: What the server answers, by path (without the query); :data:`CLOSE`: nothing, the
-#: connection closed (as a Raft ``listen`` address may do).
+#: What the server answers, by path (without the query; else by method, ``"POST"``);
+#: :data:`CLOSE`: nothing, the connection closed (as a Raft ``listen`` address may do).
 ANSWERS: dict[str, bytes] = {}
 CLOSE = b"close"
 
 
 class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        body = ANSWERS.get(self.path.split("?")[0])
+        body = ANSWERS.get(self.path.split("?")[0], ANSWERS.get(self.command))
         if body is CLOSE:
             self.close_connection = True
             return
@@ -33,6 +33,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.end_headers()
         self.wfile.write(body or b"{}")
+
+    do_POST = do_DELETE = do_GET
 
     def log_message(self, *_: Any) -> None:
         pass
@@ -85,6 +87,27 @@ def test_a_connection_closed_without_an_answer_names_the_listen_address(
     assert err == (f"error: {server} closed the connection without answering; give the "
                    "node's `http` address, not its `listen` address (or, if it is the `http` "
                    "one, the node may be stopping: ask again)\n")
+
+
+def test_a_change_answered_by_a_closed_connection_may_still_be_done(
+        server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Not "ask again": the node may have made the change before it closed."""
+    ANSWERS["POST"] = CLOSE
+    assert main(["queue", "purge", "jobs", "--kind", "queue", "--url", server]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "closed the connection without answering" in err
+    assert "what was asked may still be done: check" in err and "ask again)" not in err
+
+
+def test_a_leaders_vitals_of_another_shape_do_not_stop_require_leader(
+        server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    status: dict[str, Any] = {
+        "node": "1", "cluster": "c", "state": "follower", "leader": "2", "term": 1,
+        "has_quorum": True, "disk": {"writable": True},
+        "members": [{"id": "2", "vitals_proof": "proven", "vitals": [1]}]}
+    ANSWERS["/status.json"] = json.dumps(status).encode()
+    assert main(["status", "--url", server, "--json", "--require-leader"]) == 0
+    assert json.loads(capsys.readouterr().out)["leader"] == "2"
 
 
 @pytest.mark.parametrize(("words", "said"), [
@@ -147,3 +170,17 @@ def test_no_node_or_no_status_there_is_one_plain_line(
         "running with `http` set to this address?\n")
     assert main(["status", "--url", server]) == 1  # the server has no /status.json
     assert capsys.readouterr().err == f"error: {server}/status.json answered 404 Not Found: {{}}\n"
+
+
+def test_a_name_the_terminal_cannot_show_is_written_escaped(server: str) -> None:
+    """A terminal whose encoding lacks a name's characters gets an escape, not an error
+    blamed on the node."""
+    ANSWERS["/objects.json"] = json.dumps({
+        "kind": "queues", "prefix": "", "offset": 0, "limit": 100, "matching": 1,
+        "total": 1, "objects": {"commandes-été": {"len": 1, "capacity": None,
+                                                  "closed": False}}}).encode()
+    done = subprocess.run([sys.executable, "-m", "lazily_queue", "status", "--url", server,
+                           "--kind", "queues"], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONIOENCODING="ascii", COLUMNS="200"))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert "commandes-\\xe9t\\xe9" in done.stdout

@@ -56,3 +56,17 @@ def test_a_page_of_objects_offers_a_next_page_only_when_there_is_one() -> None:
     assert _caption(page) == "showing 3-3 of 3 (3 in all)"
     page.update(offset=5, objects={})  # past the last match: an empty page, still captioned
     assert _caption(page) == "showing none of 3 (3 in all)"
+
+
+def test_names_are_shown_as_written_never_read_as_markup() -> None:
+    """A queue may be named ``jobs[/]x`` or ``[bold]y``: shown as is, where rich's markup
+    dropped the second and raised on the first (a traceback for ``status``)."""
+    from rich.console import Console
+
+    page: dict[str, Any] = {"kind": "queues", "prefix": "", "offset": 0, "limit": 10,
+                            "matching": 2, "total": 2,
+                            "objects": {"jobs[/]x": QUEUE, "[bold]y": QUEUE}}
+    console = Console(width=200, record=True)
+    console.print(*render_page(page))
+    text = console.export_text()
+    assert "jobs[/]x" in text and "[bold]y" in text
