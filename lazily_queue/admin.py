@@ -9,12 +9,13 @@ returns it as ``{"error": {"code": ..., "message": ...}}``.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import math
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidConfiguration, LazilyQueueError, shown
+from . import membership
+from .errors import InvalidConfiguration, LazilyQueueError
+from .member_checks import addition_problem
 from .names import member_problem, name_problem
 from .raft.errors import (
     CommitTimeout,
@@ -261,67 +262,18 @@ def _no_quorum(node: Node) -> str | None:
             f"({', '.join(down)}), then ask again")
 
 
-def address_refusal(address: str, member: str | None = None) -> str | None:
-    """Why no member could listen on ``address`` (``None``: it could); ``member``, the
-    id it is for. Host names are not looked up: they may resolve on the members only."""
-    from lazily_transports import DEFAULT_SCHEMES, AddressError, MissingDependencyError, scheme_of
-
-    from .config_keys import SCHEMES_HINT, link_address_host
-
-    try:
-        scheme = scheme_of(address)
-        if scheme not in DEFAULT_SCHEMES:
-            return f"unsupported scheme {scheme!r} ({SCHEMES_HINT})"
-        node_id = int(member) if member is not None and member.isdigit() else None
-        link_address_host(address, listening=False, node_id=node_id)
-    except MissingDependencyError:
-        return None  # the members that run it have the extra; this one cannot parse it
-    except AddressError as exc:
-        return str(exc)
-    return None
-
-
 async def add_member(node: Node, member: Any, address: Any, *, force: bool = False) -> None:
-    """Add ``member`` at ``address``; unless ``force``, refused (``unsafe_change``) when
-    the cluster would lose its quorum (:mod:`.reconfig_check`)."""
-    member_id = check_name(str(member) if isinstance(member, int) else member, "id")
-    # The id a node's configuration can give (``id = N``) and its links use: ASCII
-    # digits written as ``str(int)`` does, in 0..2**64-1. Another id ("01", "²", 2**64)
-    # would be replicated as a voter no node can be, and every member would refuse to
-    # start with it in its membership.
-    if not (member_id.isascii() and member_id.isdigit() and str(int(member_id)) == member_id
-            and int(member_id) < 2**64):
-        raise AdminError("bad_request", f"a member id is an integer in 0..2**64-1, not "
-                         f"{shown(member_id)}; nothing was changed")
-    check_name(address, "address")
-    refusal = address_refusal(address, member_id)
-    if refusal is not None:
-        raise AdminError("bad_request", f"address {address!r}: {refusal}; nothing was changed")
-    holder = await _member_at(node, address, member_id)
-    if holder is not None:
-        raise AdminError("bad_request", f"address {address!r} leads where member {holder} "
-                         "listens: one address has one member (remove that member first if "
-                         "it is gone); nothing was changed")
+    """Add ``member`` at ``address``: refused (``bad_request``) as
+    :func:`~lazily_queue.member_checks.addition_problem` says, and unless ``force``
+    (``unsafe_change``) when the cluster would lose its quorum (:mod:`.reconfig_check`)."""
+    member_id = str(member) if isinstance(member, int) else member
+    problem = await addition_problem(node, member_id, address)
+    if problem is not None:
+        raise AdminError("bad_request", problem)
+    check_name(address, "address")  # the API names the new member's address
     if node.is_leader and not force and member_id not in node.driver.replica.engine.members:
         _refuse_unsafe(adding_problem(node, member_id))
-    await _membership(node, node.add_member(member_id, address))
-
-
-async def _member_at(node: Node, address: str, member_id: str) -> str | None:
-    """The member other than ``member_id`` whose address leads where ``address`` does
-    (two spellings of one place are one address; host names are looked up in a thread)."""
-    from .address_places import same_place
-
-    def address_of(member: str) -> str | None:
-        if member == node.node_id:
-            return node.listen
-        return node.peers.get(member) or node.recorded_address(member)
-
-    others = {m: a for m in node.driver.replica.engine.members
-              if m != member_id and (a := address_of(m)) is not None}
-    same = same_place()
-    return await asyncio.to_thread(
-        lambda: next((m for m, a in sorted(others.items()) if same(address, a)), None))
+    await _membership(node, membership.add_checked(node, member_id, address, node.op_timeout))
 
 
 def _refuse_unsafe(problem: str | None) -> None:

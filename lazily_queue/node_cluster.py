@@ -68,7 +68,10 @@ class NodeCluster:
         self, node_id: int | str, address: str | None = None, *, timeout: float | None = None
     ) -> None:
         """Add a node to the cluster (one change at a time); start it with every member
-        in its ``peers``. Its address is replicated so every member can reach it."""
+        in its ``peers``. Its address is replicated so every member can reach it. An id
+        no node can have, or an address no member could listen on or where another
+        member listens, raises :class:`~lazily_queue.errors.InvalidConfiguration` with
+        nothing changed (:mod:`~lazily_queue.member_checks`)."""
         await membership.add_member(
             self._as_node(), str(node_id), address, attempt_timeout(timeout, self.op_timeout))
 

@@ -34,6 +34,7 @@ from .clean_stop import say_goodbye
 from .client.access import ClientAccess
 from .core.dedup import DedupLimits
 from .errors import InvalidConfiguration
+from .member_checks import id_problem
 from .node import Durability, Node
 from .raft.disk import Disk
 from .raft.engine import EngineConfig
@@ -212,11 +213,14 @@ class Cluster:
 
     async def add_member(self, node_id: int | str | None = None, *,
                          timeout: float | None = None) -> Node:
-        """Start a new member (default id: the next number) and have the leader add it."""
+        """Start a new member (default id: the next number) and have the leader add it;
+        an id no node can have ("04") is refused before anything starts."""
         key = str(node_id) if node_id is not None else str(
             max((int(m) for m in self._members if m.isdigit()), default=0) + 1)
         if key in self._nodes:
             raise InvalidConfiguration(f"node {key} is already a member")
+        if (problem := id_problem(key)) is not None:
+            raise InvalidConfiguration(problem)
         self._members.append(key)
         node = self._nodes[key] = self._make(key)
         try:

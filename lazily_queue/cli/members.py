@@ -53,7 +53,7 @@ def _list(client: AdminClient, args: argparse.Namespace) -> None:
 def check_address(address: str, member: int) -> None:
     """Refuse an address no member could listen on (a typo would otherwise be replicated
     as a member's address, and the cluster would wait for a node that cannot exist)."""
-    from ..admin import address_refusal
+    from ..member_checks import address_refusal
 
     refusal = address_refusal(address, str(member))
     if refusal is not None:

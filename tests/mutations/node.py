@@ -4,13 +4,30 @@ from __future__ import annotations
 
 from .mutation import BOUNDS, FORGETS, HOSTILE, LISTING, NAMES, SUBDEL_ADMIN, SUBS, Mutation
 
+CHECKS = "tests/raft/test_membership_checks.py"
+
 MUTATIONS = [
     Mutation(
-        "admin-add-member-address-unchecked", "lazily_queue/admin.py",
-        "    refusal = address_refusal(address, member_id)\n",
+        "admin-add-member-address-unchecked", "lazily_queue/member_checks.py",
+        "    refusal = address_refusal(address, str(member))\n",
         "    refusal = None\n",
-        ("tests/integrations/test_admin_api.py::test_membership_and_leadership",),
-        "the admin API refuses a member address no member could listen on"),
+        ("tests/integrations/test_admin_api.py::test_membership_and_leadership",
+         f"{CHECKS}::test_an_address_no_member_can_listen_on_is_refused"),
+        "the admin API and node.add_member refuse a member address no member could listen "
+        "on"),
+    Mutation(
+        "node-add-member-unchecked", "lazily_queue/membership.py",
+        "    problem = await addition_problem(node, member, address)\n",
+        "    problem = None\n",
+        (CHECKS,),
+        "node.add_member refuses an id no node can have and an address no member can use"),
+    Mutation(
+        "new-member-at-a-members-address", "lazily_queue/member_checks.py",
+        "    if holder is not None:\n",
+        "    if False:\n",
+        (f"{HOSTILE}::test_a_member_at_another_members_address_is_refused",
+         f"{CHECKS}::test_another_members_address_in_another_spelling_is_refused"),
+        "no member is added where another member listens, however the address is spelled"),
     Mutation(
         "lone-member-told-nothing", "lazily_queue/membership.py",
         "    if not others or target == node.node_id:\n",
@@ -434,11 +451,12 @@ MUTATIONS = [
          "test_a_restarted_founder_finds_its_cluster_and_catches_up",),
         "a restarted founder dials its members at the addresses it kept"),
     Mutation(
-        "member-id-any-digits", "lazily_queue/admin.py",
-        "    if not (member_id.isascii() and member_id.isdigit() and "
-        "str(int(member_id)) == member_id\n            and int(member_id) < 2**64):",
-        "    if not member_id.isdigit():",
-        (f"{HOSTILE}::test_a_member_id_no_node_can_have_is_refused",),
+        "member-id-any-digits", "lazily_queue/member_checks.py",
+        "    if not (text.isascii() and text.isdigit() and str(int(text)) == text\n"
+        "            and int(text) < ID_BOUND):",
+        "    if not text.isdigit():",
+        (f"{HOSTILE}::test_a_member_id_no_node_can_have_is_refused",
+         f"{CHECKS}::test_an_id_no_node_can_have_is_refused"),
         "no member id that no node can have is replicated as a voter"),
     Mutation(
         "metadata-copies-gone-accepted", "lazily_queue/datadir.py",
