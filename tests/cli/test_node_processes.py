@@ -263,21 +263,26 @@ def _follower_of_2(*, proof: str | None) -> dict[str, Any]:
     import time
 
     journal = {"writable": False, "error": "No space left on device"}
-    return {"leader": "2", "state": "follower", "term": 2, "members": [
+    return {"node": "1", "cluster": "c", "leader": "2", "state": "follower", "term": 2,
+            "members": [
         {"id": "1", "self": True, "reachable": True},
         {"id": "2", "self": False, "reachable": True, "vitals_proof": proof,
          "vitals_at": time.time(), "vitals": {"journal": journal}}]}
+
+
+#: What every node's status holds beside the fields a test sets.
+NODE = {"node": "1", "cluster": "c"}
 
 
 def test_status_require_leader_fails_until_the_node_knows_one() -> None:
     import http.server
     import threading
 
-    documents = [{"leader": None, "state": "candidate", "term": 1},
-                 {"leader": "2", "state": "leader", "term": 2,
+    documents = [{**NODE, "leader": None, "state": "candidate", "term": 1},
+                 {**NODE, "leader": "2", "state": "leader", "term": 2,
                   "disk": {"writable": False, "error": "No space left on device"}},
                  _follower_of_2(proof="proven"), _follower_of_2(proof=None),
-                 {"leader": "2", "state": "follower", "term": 2}]
+                 {**NODE, "leader": "2", "state": "follower", "term": 2}]
 
     class Status(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
