@@ -173,8 +173,10 @@ class ClusterClient(OutermostBlock, NodeCells, Dialling, Barrier, LeaderSeeking)
         #: The addresses whose last dial was refused for good (:mod:`.dialling`).
         self.dead_ends: set[str] = set()
         self.links = 0
-        #: Links in a row left because their member could not commit (:meth:`_served`).
+        #: Links in a row left because their member could not commit (:meth:`_served`),
+        #: and what the last of them said.
         self._unserved = 0
+        self._left_for: str | None = None
         #: Links in a row refused over a member's cap (:mod:`.link_caps`).
         self._capped = 0
         self._budget_refused = False
@@ -290,6 +292,8 @@ class ClusterClient(OutermostBlock, NodeCells, Dialling, Barrier, LeaderSeeking)
         runner = asyncio.ensure_future(
             link.run(ping_interval=self.ping_interval, ping_timeout=self.ping_timeout))
         link.request([P.HELLO, P.VERSION, self.session.id], lambda a: self._hello(link, a))
+        if self._unserved and self._left_for is not None:
+            link.doubt_commits(self._left_for)  # answered before the watches below
         for key in self._mirror.relinked():
             self._request_watch(key)
         self.session.relinked(link)
@@ -300,6 +304,8 @@ class ClusterClient(OutermostBlock, NodeCells, Dialling, Barrier, LeaderSeeking)
             self._linked.clear()
             self._link = None
             self.failures[link.address] = f"link lost: {link.failure}"
+            if link.cannot_commit:
+                self._left_for = f"{link.address} said {link.failure}"
             if link.refusal_code == FRAME_BUDGET:
                 self.session.refused(link, P.FrameBudgetFull(f"refused: {link.refusal}"))
             self.session.unlinked()

@@ -184,7 +184,9 @@ class Dialling:
                 index += 1
             elif address in self.addresses:  # the leader's: the one after it comes next
                 index = self.addresses.index(address) + 1
-            self.failures[address] = "unreachable: no answer yet"  # while it is dialled
+            last = self.failures.get(address, "")  # while it is dialled:
+            self.failures[address] = "unreachable: no answer yet" + (
+                f" (when last linked: {last})" if last.startswith("link lost: ") else "")
             try:
                 stream = await self._dial(address)
             except HandshakeError as exc:

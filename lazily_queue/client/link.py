@@ -75,6 +75,9 @@ class Link:
         self.served = False
         #: The member answered an op that it cannot commit it (no quorum, a full disk).
         self.cannot_commit = False
+        #: Why the client doubts this member can commit (the last member left said it
+        #: could not), until it answers the ping :meth:`doubt` sent.
+        self.doubt: str | None = None
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT, track=True)
         self._waiting: dict[int, Callable[[Answer], None]] = {}
@@ -232,6 +235,12 @@ class Link:
         except Exception as exc:  # a frame the client cannot use: this member is unusable
             self._unusable(exc)
 
+    def doubt_commits(self, why: str) -> None:
+        """Ask the member at once whether it can commit (a ping, answered after the
+        hello): the link stays doubted (:attr:`doubt`, ``why``) until it says it can."""
+        self.doubt = why
+        self.request([P.PING], self._ping_answered)
+
     def _ping_answered(self, answer: Answer) -> None:
         """A member answering a ping that it cannot commit is left (:mod:`.ping`); the
         link counts as unserved, so the client pauses once every member said so."""
@@ -239,6 +248,8 @@ class Link:
         if reason is not None and self.open:
             self.cannot_commit, self.served = True, False
             self.close(reason)
+        elif answer is not None:
+            self.doubt = None
 
     def _heard(self, now: float) -> None:
         self.heard, self.pinged = now, None

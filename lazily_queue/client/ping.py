@@ -3,12 +3,15 @@
 A linked client pings its member when it has heard nothing for ``ping_interval``. The
 member answers ``None``, or ``["storage_unavailable", message]`` while its journal
 refuses writes, or ``["no_quorum", message]`` once it has reached no majority for the
-replica's ``no_quorum_grace`` (:func:`ping_answer`): it then applies nothing the others
-commit, so what a client mirrors from it stays as it was (a stream, a reader, a watch
-wait on) while the cluster may go on. The client leaves such a member for the next address
-(:func:`cannot_commit`), as it leaves one answering an op so, pausing once every member
-said it. A client of an earlier version ignores the answer; a member of one answers
-``None``.
+replica's ``no_quorum_grace`` or heard from no leader for two election timeouts (its
+links up, the others silent: a partition that drops packets) (:func:`ping_answer`): it
+then applies nothing the others commit, so what a client mirrors from it stays as it
+was (a stream, a reader, a watch wait on) while the cluster may go on. The client leaves
+such a member for the next address (:func:`cannot_commit`), as it leaves one answering
+an op so, pausing once every member said it; on the next link it pings at once, and
+until that member answers that it can commit, a wait reaching its deadline raises
+``Unreachable`` naming why. A client of an earlier version ignores the answer; a member
+of one answers ``None``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ def ping_answer(node: Node) -> list[str] | None:
         return ["storage_unavailable",
                 f"node {node.node_id} cannot write its journal ({error}): it applies "
                 "nothing the other members commit until it can"]
-    lost = node.driver.replica.quorum_lost()
+    replica = node.driver.replica
+    lost = replica.quorum_lost() or replica.leaderless()
     return None if lost is None else ["no_quorum", lost]
 
 

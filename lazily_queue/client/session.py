@@ -139,12 +139,15 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         return "the client"
 
     def unreachable(self) -> Exception | None:
-        """While the open client is linked to no member: the error naming each address's
-        failure (``Unreachable``), which a wait reaching its deadline raises then;
-        ``None`` while it is linked."""
-        if not self.open or self._link() is not None:
+        """While the open client is linked to no member, or to one not yet known to be
+        able to commit after the last one said it could not (:attr:`.link.Link.doubt`):
+        the error naming each address's failure (``Unreachable``), which a wait reaching
+        its deadline raises then; ``None`` while it is linked."""
+        link = self._link()
+        if not self.open or (link is not None and link.doubt is None):
             return None
-        return self._unreachable("no member reachable")
+        return self._unreachable("no member reachable" if link is None else
+                                 f"no member reachable that can commit ({link.doubt})")
 
     def relinked(self, link: Link) -> None:
         """A new link: every unanswered operation is sent on it, in order, but a give-back

@@ -116,6 +116,7 @@ class Replica(ReplicaWaiters):
         self._unresolved: dict[int, Proposal] = {}
         self._queued: list[Proposal] = []
         self._quorum_lost_at: float | None = None
+        self._led_at = clock()
         self.leader_changes = 0
         self.proposals = 0
         self.batches = 0
@@ -355,6 +356,7 @@ class Replica(ReplicaWaiters):
     def _on_state(self, old: int, new: int) -> None:
         if LEADER in (old, new):
             self.leader_changes += 1
+            self._led_at = self.clock()
 
     # -- introspection ----------------------------------------------------------------------
 

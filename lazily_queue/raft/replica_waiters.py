@@ -28,6 +28,8 @@ class ReplicaWaiters:
     _unresolved: dict[int, Proposal]
     _queued: list[Proposal]
     _quorum_lost_at: float | None
+    #: The clock when this member last led (its start, before it ever did).
+    _led_at: float
     clock: Callable[[], float]
     #: Which peers sent Raft frames when (set by the driver), to name silent members.
     silence: Silence | None = None
@@ -115,6 +117,22 @@ class ReplicaWaiters:
                 or self.clock() - lost < self.config.no_quorum_grace):
             return None
         return self._quorum_text()
+
+    def leaderless(self) -> str | None:
+        """Why this member has had no leader for two election timeouts (or leader
+        fallback timeouts, the longer): it neither led nor heard a leader's AppendEntries
+        for so long, as when a partition silently cut it from the majority, so it applies
+        nothing the others commit; ``None`` otherwise (and on a leader)."""
+        engine = self.engine
+        timing = self.config.engine
+        window = 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout)
+        if (engine._SyncObj__raftState == LEADER or engine.pre_vote.heard_within(window)
+                or self.clock() - self._led_at <= window):
+            return None
+        problem = (self.majority_problem() or "").removeprefix("no quorum: ")
+        return (f"no quorum: node {engine.node_id} has heard from no leader for {window:g} s "
+                f"or more (term {engine.term})" + (f"; {problem}" if problem else "")
+                + "; it applies nothing the other members commit until it hears one")
 
     def _check_quorum(self, now: float) -> None:
         """Past the grace period without a majority (unreachable, or linked but silent
