@@ -76,7 +76,7 @@ class Link:
         #: The member answered an op that it cannot commit it (no quorum, a full disk).
         self.cannot_commit = False
         #: Why the client doubts this member can commit (the last member left said it
-        #: could not), until it answers the ping :meth:`doubt` sent.
+        #: could not), until it answers the ping :meth:`doubt_commits` sent.
         self.doubt: str | None = None
         self._on_notice = on_notice
         self.outbox = Outbox(stream, limit=OUTBOX_LIMIT, track=True)

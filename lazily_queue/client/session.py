@@ -142,7 +142,7 @@ class Session(Registering, Deadlines, LinkFit, TakeRoom, Answers):
         """While the open client is linked to no member, or to one not yet known to be
         able to commit after the last one said it could not (:attr:`.link.Link.doubt`):
         the error naming each address's failure (``Unreachable``), which a wait reaching
-        its deadline raises then; ``None`` while it is linked."""
+        its deadline raises then; ``None`` otherwise."""
         link = self._link()
         if not self.open or (link is not None and link.doubt is None):
             return None

@@ -379,9 +379,8 @@ class Replica(ReplicaWaiters):
         timeouts, the longer): that leader is likely gone."""
         e = self.engine
         leader = e.leader_id
-        timing = self.config.engine
-        silence = 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout)
-        if leader is not None and not e.is_leader and not e.pre_vote.heard_within(silence):
+        if (leader is not None and not e.is_leader
+                and not e.pre_vote.heard_within(self.leader_window)):
             leader = None
         return {
             "node": e.node_id,

@@ -98,10 +98,16 @@ class ReplicaWaiters:
             applied=applied
         )
 
-    def _silent_members(self) -> str | None:
+    @property
+    def leader_window(self) -> float:
+        """Seconds without a word from a leader after which it is likely gone: two
+        election timeouts (or leader fallback timeouts, the longer)."""
         timing = self.config.engine
+        return 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout)
+
+    def _silent_members(self) -> str | None:
         return None if self.silence is None else self.silence.cause(
-            self.engine, 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout))
+            self.engine, self.leader_window)
 
     def majority_problem(self) -> str | None:
         """Why this member cannot count on a majority: the members it cannot reach, or
@@ -119,13 +125,12 @@ class ReplicaWaiters:
         return self._quorum_text()
 
     def leaderless(self) -> str | None:
-        """Why this member has had no leader for two election timeouts (or leader
-        fallback timeouts, the longer): it neither led nor heard a leader's AppendEntries
-        for so long, as when a partition silently cut it from the majority, so it applies
-        nothing the others commit; ``None`` otherwise (and on a leader)."""
+        """Why this member has had no leader for :attr:`leader_window`: it neither led
+        nor heard a leader's AppendEntries for so long, as when a partition silently cut
+        it from the majority, so it applies nothing the others commit; ``None``
+        otherwise (and on a leader)."""
         engine = self.engine
-        timing = self.config.engine
-        window = 2 * max(timing.election_timeout_max, timing.leader_fallback_timeout)
+        window = self.leader_window
         if (engine._SyncObj__raftState == LEADER or engine.pre_vote.heard_within(window)
                 or self.clock() - self._led_at <= window):
             return None
