@@ -53,29 +53,42 @@ def address_refusal(address: str, member: str | None = None) -> str | None:
     return None
 
 
-async def member_at(node: Node, address: str, member: str) -> str | None:
+#: Most seconds the host names of an added member's check are looked up for.
+LOOKUP_WITHIN = 5.0
+
+
+async def member_at(node: Node, address: str, member: str,
+                    within: float = LOOKUP_WITHIN) -> str | None:
     """The member other than ``member`` whose address leads where ``address`` does
     (two spellings of one place are one address; host names are looked up in a thread,
-    off the event loop)."""
+    off the event loop, for at most ``within`` seconds: names still unanswered then are
+    taken for other places). A member's address is the one the cluster recorded for it,
+    else its ``[peers]`` entry (stale once it moved)."""
     from .address_places import same_place
 
     def address_of(other: str) -> str | None:
         if other == node.node_id:
             return node.listen
-        return node.peers.get(other) or node.recorded_address(other)
+        return node.recorded_address(other) or node.peers.get(other)
 
     others = {m: a for m in node.driver.replica.engine.members
               if m != member and (a := address_of(m)) is not None}
     same = same_place()
-    return await asyncio.to_thread(
-        lambda: next((m for m, a in sorted(others.items()) if same(address, a)), None))
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(
+            lambda: next((m for m, a in sorted(others.items()) if same(address, a)), None)),
+            within)
+    except TimeoutError:
+        return None
 
 
-async def addition_problem(node: Node, member: Any, address: Any) -> str | None:
+async def addition_problem(node: Node, member: Any, address: Any,
+                           within: float = LOOKUP_WITHIN) -> str | None:
     """Why ``member`` cannot be added at ``address`` (``None``: it can): an id no node
     can have (:func:`id_problem`), an address no member could listen on
     (:func:`address_refusal`), or one where another member listens, however spelled
-    (:func:`member_at`). ``address`` ``None`` gives none to check."""
+    (:func:`member_at`, its lookups for at most ``within`` seconds). ``address`` ``None``
+    gives none to check."""
     problem = id_problem(member)
     if problem is not None or address is None:
         return problem
@@ -85,7 +98,7 @@ async def addition_problem(node: Node, member: Any, address: Any) -> str | None:
     refusal = address_refusal(address, str(member))
     if refusal is not None:
         return f"address {address!r}: {refusal}; nothing was changed"
-    holder = await member_at(node, address, str(member))
+    holder = await member_at(node, address, str(member), within)
     if holder is not None:
         return (f"address {address!r} leads where member {holder} listens: one address has "
                 "one member (remove that member first if it is gone); nothing was changed")

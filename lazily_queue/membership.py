@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .errors import InvalidConfiguration, LazilyQueueError
-from .member_checks import addition_problem
+from .member_checks import LOOKUP_WITHIN, addition_problem
 from .raft.outcome import MAYBE_APPLIED, RETRYABLE, Answer, Outcome
 from .replicated import ops
 from .storage.replicated_object import raise_op_error
@@ -35,7 +35,7 @@ async def add_member(node: Node, member: str, address: str | None, timeout: floa
     """Add ``member`` at ``address`` (:func:`add_checked`) once it passes the checks of
     :func:`~lazily_queue.member_checks.addition_problem`; raises
     :class:`InvalidConfiguration` saying why it does not, with nothing changed."""
-    problem = await addition_problem(node, member, address)
+    problem = await addition_problem(node, member, address, min(timeout, LOOKUP_WITHIN))
     if problem is not None:
         raise InvalidConfiguration(problem)
     await add_checked(node, member, address, timeout)

@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     A character its terminal's encoding cannot show is written as an escape."""
     command = "lazily-queue"
     for stream in (sys.stdout, sys.stderr):  # a name this terminal cannot show: escaped
-        if isinstance(stream, io.TextIOWrapper):
+        if isinstance(stream, io.TextIOWrapper) and not stream.closed:
             stream.reconfigure(errors="backslashreplace")
     try:
         words = list(sys.argv[1:] if argv is None else argv)

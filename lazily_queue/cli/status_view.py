@@ -146,7 +146,8 @@ def object_tables(s: dict[str, Any], caption: str | None = None) -> list[Table]:
             right=frozenset({"retained", "end offset"})))
     for table, kind in zip(tables, [k for k in ("work_queues", "queues", "topics")
                                     if s.get(k)], strict=True):
-        table.caption = caption if caption is not None else _listed(s, kind)
+        text = caption if caption is not None else _listed(s, kind)
+        table.caption = None if text is None else Text(text)
     return tables
 
 
@@ -171,7 +172,7 @@ def render_page(page: dict[str, Any]) -> list[Table]:
     tables = object_tables({page["kind"]: page["objects"]}, caption)
     if not tables:
         tables = [_table(page["kind"].replace("_", " "), ("name",), [])]
-        tables[0].caption = caption
+        tables[0].caption = Text(caption)
     return tables
 
 

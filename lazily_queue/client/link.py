@@ -248,7 +248,7 @@ class Link:
         if reason is not None and self.open:
             self.cannot_commit, self.served = True, False
             self.close(reason)
-        elif answer is not None:
+        elif answer is not None and answer[0] == P.OK:  # an error says nothing of commits
             self.doubt = None
 
     def _heard(self, now: float) -> None:

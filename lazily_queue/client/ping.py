@@ -3,7 +3,7 @@
 A linked client pings its member when it has heard nothing for ``ping_interval``. The
 member answers ``None``, or ``["storage_unavailable", message]`` while its journal
 refuses writes, or ``["no_quorum", message]`` once it has reached no majority for the
-replica's ``no_quorum_grace`` or heard from no leader for two election timeouts (its
+replica's ``no_quorum_grace`` or heard from no leader for its ``leader_window`` (its
 links up, the others silent: a partition that drops packets) (:func:`ping_answer`): it
 then applies nothing the others commit, so what a client mirrors from it stays as it
 was (a stream, a reader, a watch wait on) while the cluster may go on. The client leaves

@@ -66,7 +66,9 @@ def test_names_are_shown_as_written_never_read_as_markup() -> None:
     page: dict[str, Any] = {"kind": "queues", "prefix": "", "offset": 0, "limit": 10,
                             "matching": 2, "total": 2,
                             "objects": {"jobs[/]x": QUEUE, "[bold]y": QUEUE}}
-    console = Console(width=200, record=True)
-    console.print(*render_page(page))
-    text = console.export_text()
-    assert "jobs[/]x" in text and "[bold]y" in text
+    for prefix, objects in (("", page["objects"]), ("[bold]y", {}), ("jobs[/]", {})):
+        console = Console(width=200, record=True)
+        console.print(*render_page(dict(page, prefix=prefix, objects=objects)))
+        text = " ".join(console.export_text().split())  # the prefix is in the caption
+        assert all(name in text for name in objects), text
+        assert prefix in text, text

@@ -13,7 +13,7 @@ import pytest
 from lazily_queue import testing
 from lazily_queue.errors import InvalidConfiguration
 from lazily_queue.node import Node
-from tests.raft.test_membership_restart import _address, _grown, _node
+from tests.raft.test_membership_restart import SECRET, _address, _grown, _node
 
 
 async def _unchanged(c: testing.Cluster, member: str) -> None:
@@ -76,3 +76,57 @@ async def test_another_members_address_in_another_spelling_is_refused(
         await third.barrier()
         assert sorted(third.driver.replica.engine.members) == ["1", "2", "3"]
         assert third.view.queues["q"].elements() == ["founded"]
+
+
+async def test_a_moved_member_is_where_the_cluster_recorded_it_not_where_peers_say(
+        tmp_path: Path) -> None:
+    """Members configured with ``[peers]``; one removed and added back elsewhere: its
+    former address (still in the others' ``[peers]``) is free, its new one is not."""
+    from lazily_queue.member_checks import addition_problem
+
+    peers = {i: _address(tmp_path, i) for i in (1, 2, 3)}
+    nodes = {i: Node(i, data_dir=tmp_path / str(i), listen=peers[i], secret=SECRET,
+                     peers=peers) for i in (1, 2, 3)}
+    try:
+        await asyncio.gather(*(n.start() for n in nodes.values()))
+        leader = nodes[1]
+        await leader.wait_for_leader()
+        leader = nodes[int(str(leader.leader_id))]
+        mover = next(i for i in (1, 2, 3) if str(i) != leader.node_id)
+        await nodes[mover].stop()
+        await leader.remove_member(mover, timeout=10)
+        moved = f"unix://{tmp_path}/n{mover}b.sock"
+        await leader.add_member(mover, moved, timeout=10)
+        assert await addition_problem(leader, "9", peers[mover]) is None
+        refused = await addition_problem(leader, "9", moved)
+        assert refused is not None and f"leads where member {mover} listens" in refused
+    finally:
+        for node in nodes.values():
+            await node.stop()
+
+
+async def test_host_names_looked_up_past_the_bound_are_taken_for_other_places(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resolver that does not answer holds an add for the bound, not for its own
+    timeouts: the name is then not another member's place."""
+    import socket
+    import threading
+
+    from lazily_queue.member_checks import addition_problem
+
+    real, answer = socket.getaddrinfo, threading.Event()
+
+    def stuck(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slowhost":
+            answer.wait(60)
+            raise socket.gaierror(socket.EAI_AGAIN, "no answer")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", stuck)
+    try:
+        async with testing.cluster(3, durability="none") as c:
+            problem = await asyncio.wait_for(addition_problem(
+                await c.leader(), "4", "tcp://slowhost:7104", within=0.2), 30)
+            assert problem is None
+    finally:
+        answer.set()
