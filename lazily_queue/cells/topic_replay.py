@@ -8,39 +8,26 @@ enqueued at or after it); see :meth:`TopicReplay.subscribe`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Generic, TypeVar, cast
+from typing import TypeVar, cast
 
 from ..core.timestamps import time_position
-from ..core.topic import Durability, Start, SubscribeOutcome, TopicTransition, check_start
+from ..core.topic import Durability, Start, SubscribeOutcome, check_start
 from ..errors import UnsupportedOperation
 from ..storage.topic import (
     ReplayTimeTopicStorage,
     ReplayTopicStorage,
     SyncReplayTimeTopicStorage,
     SyncReplayTopicStorage,
-    SyncTopicStorage,
-    TopicStorage,
     as_replay_time_topic,
     as_replay_topic,
 )
-from .loop_owner import LoopOwned
+from .topic_part import TopicPart
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 
-class TopicReplay(LoopOwned, Generic[T]):
-    """Mixed into :class:`~.topic.TopicCell` (which sets the attributes below)."""
-
-    name: str
-    _storage: TopicStorage[T]
-    _sync: SyncTopicStorage[T] | None
-
-    def _apply(self, transition: TopicTransition[R]) -> R:
-        raise NotImplementedError
-
-    def _require_sync(self, method: str, awaitable: str) -> SyncTopicStorage[T]:
-        raise NotImplementedError
+class TopicReplay(TopicPart[T]):
+    """Mixed into :class:`~.topic.TopicCell`."""
 
     def try_subscribe(
         self, subscriber: str, durability: Durability | str = Durability.DURABLE, *,

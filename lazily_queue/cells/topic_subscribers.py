@@ -4,36 +4,23 @@ is in :mod:`.topic_replay` (it takes a start position)."""
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar, cast
+from typing import TypeVar, cast
 
-from ..core.topic import TopicTransition, check_subscriber
+from ..core.topic import check_subscriber
 from ..errors import UnsupportedOperation
 from ..names import check_member
 from ..storage.topic import (
     DeleteSubscriberTopicStorage,
     SyncDeleteSubscriberTopicStorage,
-    SyncTopicStorage,
-    TopicStorage,
     as_delete_subscriber_topic,
 )
-from .loop_owner import LoopOwned
+from .topic_part import TopicPart
 
 T = TypeVar("T")
-R = TypeVar("R")
 
 
-class TopicSubscribers(LoopOwned, Generic[T]):
-    """Mixed into :class:`~.topic.TopicCell` (which sets the attributes below)."""
-
-    name: str
-    _storage: TopicStorage[T]
-    _sync: SyncTopicStorage[T] | None
-
-    def _apply(self, transition: TopicTransition[R]) -> R:
-        raise NotImplementedError
-
-    def _require_sync(self, method: str, awaitable: str) -> SyncTopicStorage[T]:
-        raise NotImplementedError
+class TopicSubscribers(TopicPart[T]):
+    """Mixed into :class:`~.topic.TopicCell`."""
 
     def try_reconnect(self, subscriber: str) -> bool:
         """Bring an offline durable subscriber back; ``False`` when nothing changed."""
