@@ -17,7 +17,8 @@ MUTATIONS = [
         "on"),
     Mutation(
         "node-add-member-unchecked", "lazily_queue/membership.py",
-        "    problem = await addition_problem(node, member, address)\n",
+        "    problem = await addition_problem(node, member, address, min(timeout, "
+        "LOOKUP_WITHIN))\n",
         "    problem = None\n",
         (CHECKS,),
         "node.add_member refuses an id no node can have and an address no member can use"),
