@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from lazily_queue.raft import journal, patches, records, snapshot
+from lazily_queue.raft import journal, patches, records, snapshot, snapshot_resend
 from lazily_queue.raft.engine import RaftEngine
 
 
@@ -202,6 +202,10 @@ UNDO: dict[str, Callable[[], Callable[[], None]]] = {
     "snapshot-checksum": _no_snapshot_checksum,
     "count-each-vote-once": _patch_off("count-each-vote-once"),
     "pre-vote": _patch_off("pre-vote"),
+    # a leader sends a member the same snapshot again at once, as before its resends were
+    # spaced (scenarios found before the spacing reach their bug only so)
+    "snapshot-resends-paced": lambda: _swap(
+        snapshot_resend.ResendPacer, "waits", lambda self, member, snapshot: False),
     "lowest-reset-next-index": _patch_off("lowest-reset-next-index"),
     "rejoin-floor": _no_rejoin_floor,
     "journal-resync": _no_resync_after_bad_record,
